@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine: creates the virtual environment, installs what is needed
+# (Python packages; mariadb-client for the tests that cross-check against mariadb-binlog), runs.
+#   ./dev.sh demo   — decode the bundled MariaDB relay log (SHOW RELAYLOG EVENTS with rows)
+#   ./dev.sh test   — lint and run the whole test suite
+#   ./dev.sh bench  — run the benchmarks (figures go to benchmarks/results/)
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV=.venv
+PY=${PYTHON:-python3}
+
+ensure_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PY" -m venv "$VENV"
+  fi
+  local stamp="$VENV/.installed-$1"
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    "$VENV/bin/pip" install --quiet --upgrade pip
+    if [ "$1" = test ]; then
+      "$VENV/bin/pip" install --quiet -e '.[test]'
+    else
+      "$VENV/bin/pip" install --quiet -e .
+    fi
+    touch "$stamp"
+  fi
+}
+
+ensure_mariadb_client() {
+  command -v mariadb-binlog >/dev/null 2>&1 && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client >/dev/null
+}
+
+case "${1:-demo}" in
+  demo)
+    ensure_venv run
+    shift || true
+    "$VENV/bin/relaydeck" events --rows --limit 40 "${@:-fixtures/mariadb-10.11-multisource/relay/relay-bin-m2.index}"
+    ;;
+  test)
+    ensure_mariadb_client
+    ensure_venv test
+    "$VENV/bin/ruff" check engine console tests benchmarks
+    "$VENV/bin/ruff" format --check engine console tests benchmarks
+    shift || true
+    "$VENV/bin/python" -m pytest "$@"
+    ;;
+  bench)
+    ensure_mariadb_client
+    ensure_venv test
+    shift || true
+    "$VENV/bin/python" benchmarks/decode_throughput.py "$@"
+    ;;
+  *)
+    echo "usage: ./dev.sh demo|test|bench" >&2
+    exit 2
+    ;;
+esac

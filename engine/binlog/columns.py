@@ -1,0 +1,591 @@
+"""Row images -> column values, with one decoder compiled per table map and reused for every row.
+
+Decoding rows is the hot path of everything downstream, so a table map (plus the bitmaps of the
+columns present) is compiled once into Python source specialised to its column types: no
+per-value dispatch on the type, struct formats bound as constants, values appended straight into
+one list per column. `RowImages.to_arrow` turns those lists into Arrow tables for the appliers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from collections import OrderedDict
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from .charsets import codec_for
+from .constants import BINARY_CHARSET, ColumnType, RowsKind
+from .events.rows import RowsEvent, TableMap, real_type
+from .json_binary import decode_json, json_text, read_json_diff_column
+from .values import decimal_size, decode_decimal
+
+_UTC = dt.UTC
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
+
+
+class InvalidTemporal(str):
+    """A MySQL date/time no Python or Arrow type can hold ('0000-00-00', '2020-00-15'): kept as text."""
+
+    __slots__ = ()
+
+
+def make_date(year: int, month: int, day: int) -> dt.date | InvalidTemporal:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return InvalidTemporal(f"{year:04d}-{month:02d}-{day:02d}")
+
+
+def make_datetime(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, micro: int
+) -> dt.datetime | InvalidTemporal:
+    try:
+        return dt.datetime(year, month, day, hour, minute, second, micro)
+    except ValueError:
+        frac = f".{micro:06d}" if micro else ""
+        return InvalidTemporal(f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}{frac}")
+
+
+def make_timestamp(seconds: int, micro: int) -> dt.datetime | InvalidTemporal:
+    if seconds == 0 and micro == 0:
+        return InvalidTemporal("0000-00-00 00:00:00")  # TIMESTAMP 0 is MySQL's zero date
+    return _EPOCH + dt.timedelta(seconds=seconds, microseconds=micro)
+
+
+def datetime2(packed: int, micro: int) -> dt.datetime | InvalidTemporal:
+    ymdhms = packed - 0x8000000000
+    ymd, hms = ymdhms >> 17, ymdhms & 0x1FFFF
+    ym = ymd >> 5
+    return make_datetime(ym // 13, ym % 13, ymd & 31, hms >> 12, hms >> 6 & 63, hms & 63, micro)
+
+
+def time_from_packed(packed: int) -> dt.timedelta:
+    """MySQL's packed TIME (hms << 24 | microseconds, signed) -> timedelta (may be negative, > 24 h)."""
+    negative = packed < 0
+    packed = -packed if negative else packed
+    hms, micro = packed >> 24, packed & 0xFFFFFF
+    value = dt.timedelta(hours=hms >> 12 & 0x3FF, minutes=hms >> 6 & 63, seconds=hms & 63, microseconds=micro)
+    return -value if negative else value
+
+
+def time2(buf: bytes, pos: int, fsp: int) -> tuple[dt.timedelta, int]:
+    int_part = int.from_bytes(buf[pos : pos + 3], "big") - 0x800000
+    if fsp == 0:
+        return time_from_packed(int_part << 24), pos + 3
+    if fsp <= 2:
+        frac = buf[pos + 3]
+        if int_part < 0 and frac:
+            int_part += 1
+            frac -= 0x100
+        return time_from_packed((int_part << 24) + frac * 10000), pos + 4
+    if fsp <= 4:
+        frac = int.from_bytes(buf[pos + 3 : pos + 5], "big")
+        if int_part < 0 and frac:
+            int_part += 1
+            frac -= 0x10000
+        return time_from_packed((int_part << 24) + frac * 100), pos + 5
+    return time_from_packed(int.from_bytes(buf[pos : pos + 6], "big") - 0x800000000000), pos + 6
+
+
+def old_time(value: int) -> dt.timedelta:
+    negative = value < 0
+    value = -value if negative else value
+    t = dt.timedelta(hours=value // 10000, minutes=value // 100 % 100, seconds=value % 100)
+    return -t if negative else t
+
+
+def old_datetime(value: int) -> dt.datetime | InvalidTemporal:
+    d, t = divmod(value, 1000000)
+    return make_datetime(d // 10000, d // 100 % 100, d % 100, t // 10000, t // 100 % 100, t % 100, 0)
+
+
+def frac_micro(buf: bytes, pos: int, fsp: int) -> tuple[int, int]:
+    """The fractional-seconds bytes of the *2 temporal types, as microseconds."""
+    n = (fsp + 1) // 2
+    if n == 0:
+        return 0, pos
+    value = int.from_bytes(buf[pos : pos + n], "big")
+    return value * (10000 if n == 1 else 100 if n == 2 else 1), pos + n
+
+
+# MariaDB's native high-resolution temporals (MariaDB 5.3–10.0 format): big-endian integers
+# scaled by 10^decimals; TIME is offset by its zero point so that negative values sort.
+_TIME_ZERO_SECONDS = 838 * 3600 + 59 * 60 + 59 + 1
+
+
+def _scale(dec: int) -> int:
+    return 10 ** (6 - dec)
+
+
+def maria_timestamp(raw: bytes, dec: int) -> dt.datetime | InvalidTemporal:
+    return make_timestamp(int.from_bytes(raw[:4], "big"), int.from_bytes(raw[4:], "big") * _scale(dec))
+
+
+def maria_datetime(raw: bytes, dec: int) -> dt.datetime | InvalidTemporal:
+    packed = int.from_bytes(raw, "big") * _scale(dec)
+    packed, micro = divmod(packed, 1_000_000)
+    packed, second = divmod(packed, 60)
+    packed, minute = divmod(packed, 60)
+    packed, hour = divmod(packed, 24)
+    packed, day = divmod(packed, 32)
+    year, month = divmod(packed, 13)
+    return make_datetime(year, month, day, hour, minute, second, micro)
+
+
+def maria_time(raw: bytes, dec: int) -> dt.timedelta:
+    zero = _TIME_ZERO_SECONDS * 1_000_000 // _scale(dec)
+    return dt.timedelta(microseconds=(int.from_bytes(raw, "big") - zero) * _scale(dec))
+
+
+def set_text(bits: int, names: tuple[str, ...]) -> str:
+    return ",".join(name for i, name in enumerate(names) if bits >> i & 1)
+
+
+def enum_text(index: int, names: tuple[str, ...]) -> str:
+    # Index 0 is the error value '' MySQL stores for invalid input.
+    return names[index - 1] if 0 < index <= len(names) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    """One column as the table map describes it, resolved for decoding."""
+
+    index: int
+    name: str
+    type_code: int  # the real type (ENUM/SET resolved)
+    meta: int
+    unsigned: bool
+    charset: int | None  # collation id; None = not logged
+    nullable: bool
+    enum_values: tuple[str, ...] | None
+    set_values: tuple[str, ...] | None
+    mariadb: bool = False
+
+    @property
+    def is_binary(self) -> bool:
+        return self.charset == BINARY_CHARSET
+
+    def arrow_type(self) -> pa.DataType:
+        t = self.type_code
+        if t in _INT_ARROW:
+            signed, unsigned = _INT_ARROW[t]
+            return unsigned if self.unsigned else signed
+        if t == ColumnType.FLOAT:
+            return pa.float32()
+        if t == ColumnType.DOUBLE:
+            return pa.float64()
+        if t == ColumnType.NEWDECIMAL:
+            precision, scale = self.meta >> 8, self.meta & 0xFF
+            return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+        if t == ColumnType.YEAR:
+            return pa.int16()
+        if t in (ColumnType.DATE, ColumnType.NEWDATE):
+            return pa.date32()
+        if t in (ColumnType.DATETIME, ColumnType.DATETIME2):
+            return pa.timestamp("us")
+        if t in (ColumnType.TIMESTAMP, ColumnType.TIMESTAMP2):
+            return pa.timestamp("us", tz="UTC")
+        if t in (ColumnType.TIME, ColumnType.TIME2):
+            return pa.duration("us")
+        if t == ColumnType.ENUM:
+            return pa.string() if self.enum_values is not None else pa.uint16()
+        if t == ColumnType.SET:
+            return pa.string() if self.set_values is not None else pa.uint64()
+        if t == ColumnType.BIT:
+            return pa.uint64()
+        if t == ColumnType.JSON:
+            return pa.large_string()
+        if t == ColumnType.VECTOR:
+            return pa.list_(pa.float32())
+        if t == ColumnType.NULL:
+            return pa.null()
+        if t == ColumnType.GEOMETRY or self.charset is None or self.is_binary:
+            return pa.large_binary() if t in _BLOB_TYPES else pa.binary()
+        return pa.large_string() if t in _BLOB_TYPES else pa.string()
+
+
+_INT_ARROW = {
+    ColumnType.TINY: (pa.int8(), pa.uint8()),
+    ColumnType.SHORT: (pa.int16(), pa.uint16()),
+    ColumnType.INT24: (pa.int32(), pa.uint32()),
+    ColumnType.LONG: (pa.int32(), pa.uint32()),
+    ColumnType.LONGLONG: (pa.int64(), pa.uint64()),
+}
+_BLOB_TYPES = frozenset({ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB, ColumnType.BLOB})
+_FIXED_STRUCT = {
+    # type: (signed format, unsigned format, size)
+    ColumnType.TINY: ("<b", "<B", 1),
+    ColumnType.SHORT: ("<h", "<H", 2),
+    ColumnType.LONG: ("<i", "<I", 4),
+    ColumnType.LONGLONG: ("<q", "<Q", 8),
+    ColumnType.FLOAT: ("<f", "<f", 4),
+    ColumnType.DOUBLE: ("<d", "<d", 8),
+}
+
+
+def table_columns(table_map: TableMap) -> tuple[ColumnInfo, ...]:
+    columns = []
+    for i, (t, meta) in enumerate(zip(table_map.column_types, table_map.column_meta, strict=True)):
+        rt = real_type(t, meta)
+        names = table_map.column_names
+        charset = None
+        if table_map.charsets is not None:
+            charset = table_map.charsets[i]
+        if rt in (ColumnType.ENUM, ColumnType.SET) and table_map.enum_set_charsets is not None:
+            charset = table_map.enum_set_charsets[i]
+        columns.append(
+            ColumnInfo(
+                index=i,
+                name=names[i] if names and i < len(names) else f"@{i + 1}",
+                type_code=rt,
+                meta=meta,
+                unsigned=bool(table_map.signedness and table_map.signedness[i]),
+                charset=charset,
+                nullable=table_map.nullable[i] if i < len(table_map.nullable) else True,
+                enum_values=table_map.enum_values[i] if table_map.enum_values else None,
+                set_values=table_map.set_values[i] if table_map.set_values else None,
+                mariadb=table_map.mariadb,
+            )
+        )
+    return tuple(columns)
+
+
+class _CodeGen:
+    """Builds the source of one image decoder; constants go into the function's namespace."""
+
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {
+            "make_date": make_date,
+            "make_datetime": make_datetime,
+            "make_timestamp": make_timestamp,
+            "datetime2": datetime2,
+            "time2": time2,
+            "old_time": old_time,
+            "old_datetime": old_datetime,
+            "frac_micro": frac_micro,
+            "maria_timestamp": maria_timestamp,
+            "maria_datetime": maria_datetime,
+            "maria_time": maria_time,
+            "decode_decimal": decode_decimal,
+            "decode_json": decode_json,
+            "json_text": json_text,
+            "read_json_diff_column": read_json_diff_column,
+            "set_text": set_text,
+            "enum_text": enum_text,
+            "from_bytes": int.from_bytes,
+        }
+        self._n = 0
+
+    def const(self, value: Any) -> str:
+        self._n += 1
+        name = f"k{self._n}"
+        self.namespace[name] = value
+        return name
+
+    def value_lines(self, col: ColumnInfo, out: str, partial_json: bool) -> list[str]:
+        """Lines that read one non-NULL value of `col` at `pos`, append it to `out`, advance pos."""
+        t, meta = col.type_code, col.meta
+        if t in _FIXED_STRUCT:
+            signed, unsigned, size = _FIXED_STRUCT[t]
+            unpack = self.const(struct.Struct(unsigned if col.unsigned else signed).unpack_from)
+            return [f"{out}({unpack}(buf, pos)[0])", f"pos += {size}"]
+        if t == ColumnType.INT24:
+            lines = ["v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16"]
+            if not col.unsigned:
+                lines.append("if v & 0x800000: v -= 0x1000000")
+            return [*lines, f"{out}(v)", "pos += 3"]
+        if t == ColumnType.YEAR:
+            return ["v = buf[pos]", f"{out}(1900 + v if v else 0)", "pos += 1"]
+        if t == ColumnType.NEWDECIMAL:
+            precision, scale = meta >> 8, meta & 0xFF
+            return [f"v, pos = decode_decimal(buf, pos, {precision}, {scale})", f"{out}(v)"]
+        if t in (ColumnType.DATE, ColumnType.NEWDATE):
+            return [
+                "v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16",
+                f"{out}(make_date(v >> 9, v >> 5 & 15, v & 31))",
+                "pos += 3",
+            ]
+        if col.mariadb and meta and t in (ColumnType.TIMESTAMP, ColumnType.DATETIME, ColumnType.TIME):
+            size = {
+                ColumnType.TIMESTAMP: 4 + (0, 1, 1, 2, 2, 3, 3)[meta],
+                ColumnType.DATETIME: (5, 6, 6, 7, 7, 7, 8)[meta],
+                ColumnType.TIME: (3, 4, 4, 5, 5, 5, 6)[meta],
+            }[t]
+            fn = {
+                ColumnType.TIMESTAMP: "maria_timestamp",
+                ColumnType.DATETIME: "maria_datetime",
+                ColumnType.TIME: "maria_time",
+            }[t]
+            return [f"{out}({fn}(buf[pos:pos + {size}], {meta}))", f"pos += {size}"]
+        if t == ColumnType.TIMESTAMP and col.mariadb:
+            return [f"{out}(make_timestamp(from_bytes(buf[pos:pos + 4], 'big'), 0))", "pos += 4"]
+        if t == ColumnType.TIME:
+            return [
+                "v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16",
+                "if v & 0x800000: v -= 0x1000000",
+                f"{out}(old_time(v))",
+                "pos += 3",
+            ]
+        if t == ColumnType.DATETIME:
+            return [f"{out}(old_datetime(from_bytes(buf[pos:pos + 8], 'little')))", "pos += 8"]
+        if t == ColumnType.TIMESTAMP:
+            return [f"{out}(make_timestamp(from_bytes(buf[pos:pos + 4], 'little'), 0))", "pos += 4"]
+        if t == ColumnType.TIMESTAMP2:
+            return [
+                "s = from_bytes(buf[pos:pos + 4], 'big')",
+                f"us, pos = frac_micro(buf, pos + 4, {meta})",
+                f"{out}(make_timestamp(s, us))",
+            ]
+        if t == ColumnType.DATETIME2:
+            return [
+                "v = from_bytes(buf[pos:pos + 5], 'big')",
+                f"us, pos = frac_micro(buf, pos + 5, {meta})",
+                f"{out}(datetime2(v, us))",
+            ]
+        if t == ColumnType.TIME2:
+            return [f"v, pos = time2(buf, pos, {meta})", f"{out}(v)"]
+        if t == ColumnType.BIT:
+            nbytes = (meta & 0xFF) + (1 if meta >> 8 else 0)
+            return [f"{out}(from_bytes(buf[pos:pos + {nbytes}], 'big'))", f"pos += {nbytes}"]
+        if t == ColumnType.ENUM:
+            size = meta & 0xFF
+            read = "buf[pos]" if size == 1 else "buf[pos] | buf[pos + 1] << 8"
+            if col.enum_values is not None:
+                return [f"{out}(enum_text({read}, {self.const(col.enum_values)}))", f"pos += {size}"]
+            return [f"{out}({read})", f"pos += {size}"]
+        if t == ColumnType.SET:
+            size = meta & 0xFF
+            read = f"from_bytes(buf[pos:pos + {size}], 'little')"
+            if col.set_values is not None:
+                return [f"{out}(set_text({read}, {self.const(col.set_values)}))", f"pos += {size}"]
+            return [f"{out}({read})", f"pos += {size}"]
+        if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):
+            if t == ColumnType.STRING:
+                byte0, byte1 = meta >> 8, meta & 0xFF
+                max_len = (((byte0 & 0x30) ^ 0x30) << 4) | byte1 if byte0 else byte1
+            else:
+                max_len = meta
+            if max_len > 255:
+                lines = ["n = buf[pos] | buf[pos + 1] << 8", "pos += 2"]
+            else:
+                lines = ["n = buf[pos]", "pos += 1"]
+            raw = "buf[pos:pos + n]"
+            if t == ColumnType.STRING and col.is_binary:
+                # BINARY(n) is stored with its trailing 0x00 pad stripped; the column holds n bytes.
+                raw = f"buf[pos:pos + n].ljust({max_len}, b'\\0')"
+            return [*lines, f"{out}({self._text(col, raw)})", "pos += n"]
+        if t in _BLOB_TYPES or t in (ColumnType.GEOMETRY, ColumnType.JSON, ColumnType.VECTOR):
+            size = meta or 4
+            read = "buf[pos]" if size == 1 else f"from_bytes(buf[pos:pos + {size}], 'little')"
+            lines = [f"n = {read}", f"pos += {size}"]
+            if t == ColumnType.JSON:
+                if partial_json:
+                    return [
+                        "v, pos = read_json_diff_column(buf, pos)",
+                        f"{out}(v)",
+                    ]
+                return [*lines, f"{out}(json_text(decode_json(buf[pos:pos + n])))", "pos += n"]
+            if t == ColumnType.VECTOR:
+                return [*lines, f"{out}(list(memoryview(buf[pos:pos + n]).cast('f')))", "pos += n"]
+            if t == ColumnType.GEOMETRY:
+                return [*lines, f"{out}(buf[pos:pos + n])", "pos += n"]
+            return [*lines, f"{out}({self._text(col, 'buf[pos:pos + n]')})", "pos += n"]
+        if t == ColumnType.NULL:
+            return [f"{out}(None)"]
+        raise ValueError(f"column {col.name} has type {t}, which rows events do not carry")
+
+    def _text(self, col: ColumnInfo, raw: str) -> str:
+        if col.charset is None or col.is_binary:
+            return raw
+        codec = codec_for(col.charset)
+        return f"{raw}.decode({codec!r}, 'surrogateescape')"
+
+
+def _image_lines(
+    gen: _CodeGen, columns: tuple[ColumnInfo, ...], present: tuple[bool, ...], prefix: str, partial: bool
+) -> list[str]:
+    cols = [c for c, on in zip(columns, present, strict=False) if on]
+    nbytes = (len(cols) + 7) // 8
+    lines = [f"nulls = from_bytes(buf[pos:pos + {nbytes}], 'little')", f"pos += {nbytes}"]
+    for k, col in enumerate(cols):
+        out = f"{prefix}{col.index}"
+        lines.append(f"if nulls & {1 << k}: {out}(None)")
+        lines.append("else:")
+        body = gen.value_lines(col, out, partial and col.type_code == ColumnType.JSON)
+        lines.extend("    " + line for line in body)
+    return lines
+
+
+def _partial_after_lines(gen: _CodeGen, columns, present) -> list[str]:
+    """PARTIAL_UPDATE_ROWS after image: value options, then a bitmap of JSON columns sent as diffs."""
+    json_cols = [c for c, on in zip(columns, present, strict=False) if on and c.type_code == ColumnType.JSON]
+    lines = ["opts, pos = packed_len(buf, pos)", "pbits = 0"]
+    gen.namespace["packed_len"] = _packed_len
+    nbytes = (len(json_cols) + 7) // 8
+    if json_cols:
+        lines += [
+            "if opts & 1:",
+            f"    pbits = from_bytes(buf[pos:pos + {nbytes}], 'little')",
+            f"    pos += {nbytes}",
+        ]
+    cols = [c for c, on in zip(columns, present, strict=False) if on]
+    nb = (len(cols) + 7) // 8
+    lines += [f"nulls = from_bytes(buf[pos:pos + {nb}], 'little')", f"pos += {nb}"]
+    for k, col in enumerate(cols):
+        out = f"a{col.index}"
+        lines.append(f"if nulls & {1 << k}: {out}(None)")
+        if col.type_code == ColumnType.JSON:
+            j = json_cols.index(col)
+            lines.append(f"elif pbits & {1 << j}:")
+            lines.extend("    " + line for line in gen.value_lines(col, out, True))
+        lines.append("else:")
+        lines.extend("    " + line for line in gen.value_lines(col, out, False))
+    return lines
+
+
+def _packed_len(buf: bytes, pos: int) -> tuple[int, int]:
+    first = buf[pos]
+    if first < 251:
+        return first, pos + 1
+    if first == 252:
+        return buf[pos + 1] | buf[pos + 2] << 8, pos + 3
+    if first == 253:
+        return int.from_bytes(buf[pos + 1 : pos + 4], "little"), pos + 4
+    return int.from_bytes(buf[pos + 1 : pos + 9], "little"), pos + 9
+
+
+@dataclass(frozen=True, slots=True)
+class RowImages:
+    """Decoded rows of one rows event, column-wise. `before`/`after` map column index -> values."""
+
+    table_map: TableMap
+    kind: RowsKind
+    columns: tuple[ColumnInfo, ...]
+    before: dict[int, list[Any]] | None
+    after: dict[int, list[Any]] | None
+    count: int
+
+    def rows(self) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        """Row-wise view (before, after) per row — for display and tests, not for the hot path."""
+        out = []
+        for r in range(self.count):
+            b = {self.columns[i].name: v[r] for i, v in self.before.items()} if self.before else None
+            a = {self.columns[i].name: v[r] for i, v in self.after.items()} if self.after else None
+            out.append((b, a))
+        return out
+
+    def to_arrow(self, image: str = "after") -> pa.Table:
+        """One image as an Arrow table; values Arrow cannot hold (zero dates) become NULL."""
+        values = self.after if image == "after" else self.before
+        if values is None:
+            raise ValueError(f"a {self.kind.name} event has no {image} image")
+        arrays, names = [], []
+        for index, column_values in values.items():
+            col = self.columns[index]
+            arrow_type = col.arrow_type()
+            if arrow_type in (pa.date32(), pa.timestamp("us"), pa.timestamp("us", tz="UTC")):
+                column_values = [None if isinstance(v, InvalidTemporal) else v for v in column_values]
+            arrays.append(pa.array(column_values, type=arrow_type))
+            names.append(col.name)
+        return pa.Table.from_arrays(arrays, names=names)
+
+
+class RowDecoder:
+    """A compiled decoder for one (table map, event kind, present-column bitmaps)."""
+
+    def __init__(self, table_map: TableMap, event: RowsEvent) -> None:
+        self.kind = event.kind
+        self.columns = table_columns(table_map)
+        if event.column_count > len(self.columns):
+            raise ValueError(
+                f"rows event has {event.column_count} columns, table map of "
+                f"{table_map.schema}.{table_map.table} has {len(self.columns)}"
+            )
+        self.before_present = event.columns_before
+        self.after_present = event.columns_after
+        gen = _CodeGen()
+        two = event.kind == RowsKind.UPDATE
+        first = [c.index for c, on in zip(self.columns, event.columns_before, strict=False) if on]
+        second = (
+            [c.index for c, on in zip(self.columns, event.columns_after or (), strict=False) if on]
+            if two
+            else []
+        )
+        self._first, self._second = first, second
+        params = [f"b{i}" for i in first] + [f"a{i}" for i in second]
+        src = [f"def decode(buf, pos, end, {', '.join(params)}):" if params else "def decode(buf, pos, end):"]
+        src.append("    rows = 0")
+        src.append("    while pos < end:")
+        body = _image_lines(gen, self.columns, event.columns_before, "b", False)
+        if two:
+            if event.partial:
+                body += _partial_after_lines(gen, self.columns, event.columns_after)
+            else:
+                body += _image_lines(gen, self.columns, event.columns_after, "a", False)
+        body.append("rows += 1")
+        src.extend("        " + line for line in body)
+        src.append("    return pos, rows")
+        code = "\n".join(src)
+        exec(compile(code, f"<row decoder {table_map.schema}.{table_map.table}>", "exec"), gen.namespace)
+        self._decode = gen.namespace["decode"]
+        self.source = code
+
+    def decode(self, event: RowsEvent, table_map: TableMap) -> RowImages:
+        """Decode with this compiled code; `table_map` may be any map of identical structure."""
+        data = event.rows_data
+        first: dict[int, list[Any]] = {i: [] for i in self._first}
+        second: dict[int, list[Any]] = {i: [] for i in self._second}
+        appenders = [v.append for v in first.values()] + [v.append for v in second.values()]
+        try:
+            end, count = self._decode(data, 0, len(data), *appenders)
+        except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError) as exc:
+            raise ValueError(f"row image of {_where(table_map)} is malformed: {exc}") from None
+        if end != len(data):
+            raise ValueError(f"row image of {_where(table_map)} runs {end - len(data)} bytes past its event")
+        if self.kind == RowsKind.UPDATE:
+            return RowImages(table_map, self.kind, self.columns, first, second, count)
+        if self.kind == RowsKind.WRITE:
+            return RowImages(table_map, self.kind, self.columns, None, first, count)
+        return RowImages(table_map, self.kind, self.columns, first, None, count)
+
+
+def _where(table_map: TableMap) -> str:
+    return f"`{table_map.schema}`.`{table_map.table}`"
+
+
+_CACHE: OrderedDict[tuple, RowDecoder] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
+    """Decode a rows event with the decoder compiled for its table map (cached across table ids)."""
+    key = (
+        table_map.raw_metadata_key,
+        event.kind,
+        event.columns_before,
+        event.columns_after,
+        event.partial,
+    )
+    decoder = _CACHE.get(key)
+    if decoder is None:
+        decoder = RowDecoder(table_map, event)
+        _CACHE[key] = decoder
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return decoder.decode(event, table_map)
+
+
+__all__ = [
+    "ColumnInfo",
+    "Decimal",
+    "InvalidTemporal",
+    "RowDecoder",
+    "RowImages",
+    "decimal_size",
+    "decode_rows_event",
+    "table_columns",
+]

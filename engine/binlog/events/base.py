@@ -1,0 +1,60 @@
+"""The common header every event shares, and what decoding an event body needs to know."""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+
+HEADER = struct.Struct("<IBIIIH")
+
+
+@dataclass(frozen=True, slots=True)
+class EventHeader:
+    """The 19-byte common header."""
+
+    timestamp: int
+    type_code: int
+    server_id: int
+    event_size: int
+    log_pos: int
+    flags: int
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogEvent:
+    """Base of every decoded event."""
+
+    header: EventHeader
+
+    def info(self) -> str:
+        """The Info column of SHOW RELAYLOG EVENTS."""
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeContext:
+    """What the current FORMAT_DESCRIPTION says about how to read the events after it."""
+
+    binlog_version: int = 4
+    server_version: str = ""
+    post_header_lengths: tuple[int, ...] = ()
+    checksum_alg: int = 0
+    is_mariadb: bool = False
+    version_tuple: tuple[int, int, int] = field(default=(0, 0, 0))
+
+    def post_header_len(self, type_code: int, default: int) -> int:
+        # The table is indexed by type code - 1; types past its end (newer than the writer) use
+        # the default the format gives them.
+        if 0 < type_code <= len(self.post_header_lengths):
+            return self.post_header_lengths[type_code - 1]
+        return default
+
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_server_version(text: str) -> tuple[tuple[int, int, int], bool]:
+    match = _VERSION.match(text)
+    numbers = (int(match[1]), int(match[2]), int(match[3])) if match else (0, 0, 0)
+    return numbers, "mariadb" in text.lower()

@@ -1,0 +1,37 @@
+"""Typed errors carrying what a DBA needs to find the problem: file, position, and why."""
+
+from __future__ import annotations
+
+
+class RelaydeckError(Exception):
+    """Base of every error relaydeck reports in one line."""
+
+    def one_line(self) -> str:
+        return str(self)
+
+
+class BinlogError(RelaydeckError):
+    """Bad or unreadable relay/binary log input at a known file and position."""
+
+    def __init__(self, file: str, pos: int | None, message: str) -> None:
+        self.file = file
+        self.pos = pos
+        self.message = message
+        where = f"{file}" if pos is None else f"{file} at position {pos}"
+        super().__init__(f"{where}: {message}")
+
+
+class ChecksumMismatch(BinlogError):
+    """The CRC32 stored in an event does not match its bytes (flipped bits, torn write)."""
+
+
+class TruncatedEvent(BinlogError):
+    """The file ends inside an event: cut off, or (when following a live log) not arrived yet."""
+
+
+class UnknownEvent(BinlogError):
+    """An event type this decoder does not know, without the IGNORABLE flag."""
+
+
+class RelayIndexError(BinlogError):
+    """An index file that is empty, dangling, or names a file that does not exist."""

@@ -1,0 +1,117 @@
+"""GTID sets as DBAs write them: MySQL's 'uuid[:tag]:1-5:7' and MariaDB's 'domain-server-seq' lists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Sid:
+    """A MySQL source id: the server UUID, and the tag of 8.3+ tagged GTIDs ('' when untagged)."""
+
+    uuid: str
+    tag: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.uuid}:{self.tag}" if self.tag else self.uuid
+
+
+class GtidSet:
+    """A set of MySQL GTIDs: per sid, sorted disjoint inclusive intervals."""
+
+    __slots__ = ("_intervals",)
+
+    def __init__(self, intervals: dict[Sid, list[tuple[int, int]]] | None = None) -> None:
+        self._intervals: dict[Sid, list[tuple[int, int]]] = {}
+        for sid, ranges in (intervals or {}).items():
+            for start, end in ranges:
+                self.add_range(sid, start, end)
+
+    @classmethod
+    def parse(cls, text: str) -> GtidSet:
+        """Parse 'uuid:1-5:7,uuid2:tag:3' (whitespace and newlines allowed)."""
+        result = cls()
+        for part in "".join(text.split()).split(","):
+            if not part:
+                continue
+            fields = part.split(":")
+            uuid, tag = fields[0].lower(), ""
+            for item in fields[1:]:
+                if item and not item[0].isdigit():
+                    tag = item.lower()
+                    continue
+                start, _, end = item.partition("-")
+                if not start.isdigit() or (end and not end.isdigit()):
+                    raise ValueError(f"malformed GTID set {text!r}")
+                result.add_range(Sid(uuid, tag), int(start), int(end or start))
+        return result
+
+    def add(self, sid: Sid, gno: int) -> None:
+        self.add_range(sid, gno, gno)
+
+    def add_range(self, sid: Sid, start: int, end: int) -> None:
+        if start > end:
+            raise ValueError(f"empty GTID interval {start}-{end}")
+        merged: list[tuple[int, int]] = []
+        placed = False
+        for lo, hi in self._intervals.get(sid, []):
+            if hi + 1 < start:
+                merged.append((lo, hi))
+            elif end + 1 < lo:
+                if not placed:
+                    merged.append((start, end))
+                    placed = True
+                merged.append((lo, hi))
+            else:
+                start, end = min(lo, start), max(hi, end)
+        if not placed:
+            merged.append((start, end))
+        merged.sort()
+        self._intervals[sid] = merged
+
+    def contains(self, sid: Sid, gno: int) -> bool:
+        return any(lo <= gno <= hi for lo, hi in self._intervals.get(sid, ()))
+
+    def intervals(self) -> dict[Sid, list[tuple[int, int]]]:
+        return {sid: list(r) for sid, r in self._intervals.items()}
+
+    def is_empty(self) -> bool:
+        return not any(self._intervals.values())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GtidSet) and self.intervals() == other.intervals()
+
+    def __str__(self) -> str:
+        parts = []
+        for sid in sorted(self._intervals):
+            ranges = ":".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in self._intervals[sid])
+            if ranges:
+                parts.append(f"{sid}:{ranges}")
+        return ",\n".join(parts)
+
+    def __repr__(self) -> str:
+        return f"GtidSet({str(self)!r})"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MariaGtid:
+    """One MariaDB GTID: domain-server-seq_no."""
+
+    domain_id: int
+    server_id: int
+    seq_no: int
+
+    def __str__(self) -> str:
+        return f"{self.domain_id}-{self.server_id}-{self.seq_no}"
+
+    @classmethod
+    def parse(cls, text: str) -> MariaGtid:
+        parts = text.strip().split("-")
+        if len(parts) != 3 or not all(x.isdigit() for x in parts):
+            raise ValueError(f"malformed MariaDB GTID {text!r}")
+        return cls(int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+def maria_gtid_list_text(gtids: Iterable[MariaGtid]) -> str:
+    return ",".join(str(g) for g in gtids)

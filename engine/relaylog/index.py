@@ -1,0 +1,87 @@
+"""Relay-log index files and WL#1697's per-channel file naming."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import RelayIndexError
+
+MAX_CHANNEL_NAME_LENGTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class RelayLogSet:
+    """The files of one relay-log stream, in index order."""
+
+    index_file: Path | None
+    files: tuple[Path, ...]
+
+
+def read_index(index_file: str | os.PathLike[str], must_exist: bool = True) -> RelayLogSet:
+    """Read `<base>.index`: one file per line, absolute or relative to the index's folder.
+
+    Servers write the path they were configured with (e.g. './relay-bin.000001' relative to the
+    data directory); when that path does not resolve, the file of that name beside the index is
+    the one meant — relay logs are moved around together with their index.
+    """
+    index_path = Path(index_file)
+    try:
+        text = index_path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        raise RelayIndexError(str(index_path), None, "index file does not exist") from None
+    except OSError as exc:
+        raise RelayIndexError(str(index_path), None, f"cannot read index: {exc.strerror}") from None
+    folder = index_path.parent
+    files = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        entry = line.strip()
+        if not entry:
+            continue
+        if "\0" in entry:
+            raise RelayIndexError(str(index_path), None, f"line {line_no} holds a NUL byte")
+        candidate = Path(entry)
+        resolved = candidate if candidate.is_absolute() else folder / candidate
+        if not resolved.exists() and (folder / candidate.name).exists():
+            resolved = folder / candidate.name
+        if must_exist and not resolved.exists():
+            raise RelayIndexError(
+                str(index_path), None, f"line {line_no} names {entry!r}, which does not exist"
+            )
+        files.append(resolved)
+    if not files:
+        raise RelayIndexError(str(index_path), None, "index file lists no relay log files")
+    return RelayLogSet(index_path, tuple(files))
+
+
+def is_index_file(path: str | os.PathLike[str]) -> bool:
+    return str(path).endswith(".index")
+
+
+def resolve_inputs(paths: list[str]) -> list[RelayLogSet]:
+    """Command-line inputs: index files become their file lists, plain files stand alone."""
+    sets = []
+    for item in paths:
+        if is_index_file(item):
+            sets.append(read_index(item))
+        else:
+            sets.append(RelayLogSet(None, (Path(item),)))
+    return sets
+
+
+def validate_channel_name(name: str) -> str:
+    """WL#1697: up to 64 characters; relaydeck also refuses what could leave the relay-log folder."""
+    if len(name) > MAX_CHANNEL_NAME_LENGTH:
+        raise ValueError(f"channel name {name!r} is longer than {MAX_CHANNEL_NAME_LENGTH} characters")
+    bad = [c for c in name if c in "/\\\0" or ord(c) < 32]
+    if bad or name in (".", "..") or name.strip() != name:
+        raise ValueError(f"channel name {name!r} has characters a relay-log file name cannot hold")
+    return name
+
+
+def channel_relay_log_names(base: str, channel: str) -> tuple[str, str]:
+    """(index file name, file-name prefix) for a channel: `<base>-<channel>` lower-cased, none for ''."""
+    validate_channel_name(channel)
+    stem = base if channel == "" else f"{base}-{channel.lower()}"
+    return f"{stem}.index", f"{stem}."

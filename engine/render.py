@@ -1,0 +1,98 @@
+"""Column values as MySQL prints them (SELECT output, mysqlbinlog -v), and as JSON-safe values."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+
+def time_text(value: dt.timedelta) -> str:
+    """TIME: [-]HH:MM:SS[.ffffff], hours may exceed 24."""
+    micro_total = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+    sign = "-" if micro_total < 0 else ""
+    micro_total = abs(micro_total)
+    seconds, micro = divmod(micro_total, 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    text = f"{sign}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{text}.{micro:06d}" if micro else text
+
+
+def value_text(value: Any) -> str:
+    """A value as MySQL's client prints it (without quoting): the house's canonical text form."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return float_text(value)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return f"{text}.{value.microsecond:06d}" if value.microsecond else text
+    if isinstance(value, dt.date):
+        return value.strftime("%Y-%m-%d")
+    if isinstance(value, dt.timedelta):
+        return time_text(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, list):
+        return "[" + ",".join(float_text(v) for v in value) + "]"
+    return str(value)
+
+
+def float_text(value: float) -> str:
+    """Shortest round-trip digits, written the way MySQL writes them (1e20, not 1e+20)."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value)) if value or str(value)[0] != "-" else "-0"
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def json_value(value: Any) -> Any:
+    """A JSON-serialisable form: numbers stay numbers, exact decimals and temporals become text."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"hex": bytes(value).hex()}
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    if hasattr(value, "operation") and hasattr(value, "path"):  # a partial-JSON diff
+        return {"operation": value.operation, "path": value.path, "value": json_value(value.value)}
+    return value_text(value)
+
+
+def quoted(value: Any) -> str:
+    """A value as a SQL literal, for one-line row displays."""
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str:
+        if "\\" in value or "'" in value:
+            value = value.replace("\\", "\\\\").replace("'", "\\'")
+        return f"'{value}'"
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes | bytearray | memoryview):
+        try:  # strings logged without charset metadata: show them as text when they are text
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return f"X'{bytes(value).hex()}'"
+        if not value.isprintable():
+            return f"X'{value.encode().hex()}'"
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return value_text(value)
+    text = value_text(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"

@@ -1,0 +1,125 @@
+"""WRITESET dependency tracking (WL#9556, the seed's algorithm AL1): last_committed from row hashes.
+
+A transaction may run in parallel with every earlier transaction whose rows it does not touch.
+The history maps each writeset hash to the sequence number of the last transaction that touched
+it; a transaction's last_committed is the newest such number among its hashes, but never older
+than the start of the current window. Transactions without a writeset (DDL, statement format,
+empty) cannot be checked, so they depend on their predecessor and open a new window; so does a
+history that would overflow its bounded size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+DEFAULT_HISTORY_SIZE = 25000  # binlog_transaction_dependency_history_size default
+
+_LEN = struct.Struct("<I")
+
+
+class WritesetHistory:
+    """Bounded history of writeset hashes for one stream of sequence numbers."""
+
+    def __init__(self, history_size: int = DEFAULT_HISTORY_SIZE, window_start: int = 0) -> None:
+        if history_size < 1:
+            raise ValueError("history_size must be at least 1")
+        self._capacity = history_size
+        self._history: dict[int, int] = {}
+        self._window_start = window_start
+        self._last_sequence_number = window_start
+
+    @property
+    def window_start(self) -> int:
+        """No transaction gets a last_committed older than this."""
+        return self._window_start
+
+    def __len__(self) -> int:
+        return len(self._history)
+
+    def dependency(
+        self,
+        sequence_number: int,
+        writeset: Iterable[int] | None,
+        commit_parent: int | None = None,
+    ) -> int:
+        """Return last_committed for the transaction and record its hashes.
+
+        commit_parent is what commit-order tracking alone would give (sequence_number - 1 for a
+        source that commits one transaction at a time); WRITESET never reports more than that.
+        """
+        if commit_parent is None:
+            commit_parent = sequence_number - 1
+        self._last_sequence_number = sequence_number
+        hashes = list(dict.fromkeys(writeset)) if writeset is not None else []
+        if not hashes:
+            # Nothing to compare against: depend on the predecessor and start a new window.
+            self._open_window(sequence_number)
+            return commit_parent
+        exceeds_capacity = len(self._history) + len(hashes) > self._capacity
+        last_parent = self._window_start
+        for h in hashes:
+            seen = self._history.get(h)
+            if seen is not None:
+                if last_parent < seen < sequence_number:
+                    last_parent = seen
+                self._history[h] = sequence_number
+            elif not exceeds_capacity:
+                self._history[h] = sequence_number
+        if exceeds_capacity:
+            # The transaction was judged against the full history; later ones start afresh.
+            self._open_window(sequence_number)
+        return min(last_parent, commit_parent)
+
+    def reset(self, window_start: int | None = None) -> None:
+        """Forget every hash; later transactions depend on at least window_start.
+
+        Without an argument the window starts at the last sequence number seen (a history purge,
+        the seed's EX6); a new binary log passes 0 because its sequence numbers restart at 1.
+        """
+        self._open_window(self._last_sequence_number if window_start is None else window_start)
+
+    def _open_window(self, start: int) -> None:
+        self._history.clear()
+        self._window_start = start
+        self._last_sequence_number = start
+
+
+def writeset_hash(db: str, table: str, key_name: str, values: tuple[object, ...]) -> int:
+    """Stable unsigned 64-bit hash of one key value of one row (same inputs, same hash, any run)."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in (key_name, db, table):
+        raw = part.encode()
+        h.update(_LEN.pack(len(raw)))
+        h.update(raw)
+    for value in values:
+        raw = _value_bytes(value)
+        h.update(_LEN.pack(len(raw)))
+        h.update(raw)
+    return int.from_bytes(h.digest(), "little")
+
+
+def _value_bytes(value: object) -> bytes:
+    # A type tag keeps 1, "1" and b"1" apart; bool is tested before int because it is an int.
+    if value is None:
+        return b"N"
+    if isinstance(value, bool):
+        return b"B1" if value else b"B0"
+    if isinstance(value, int):
+        return b"I" + str(value).encode()
+    if isinstance(value, str):
+        return b"S" + value.encode()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return b"Y" + bytes(value)
+    if isinstance(value, Decimal):
+        return b"D" + str(value.normalize()).encode()
+    if isinstance(value, float):
+        return b"F" + value.hex().encode()
+    if isinstance(value, datetime | date):
+        return b"T" + value.isoformat().encode()
+    if isinstance(value, timedelta):
+        return b"E" + str(value).encode()
+    raise TypeError(f"cannot hash a key value of type {type(value).__name__}")

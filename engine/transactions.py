@@ -1,0 +1,272 @@
+"""Events -> transactions (the seeds' "groups"), with their identity, clock and databases.
+
+A group is what a worker applies as a unit: GTID ... XID/COMMIT, or a self-terminating statement
+(DDL), with the USER_VAR/INTVAR/RAND events that belong to its query. Events that only the
+coordinator acts on (format descriptions, rotates, GTID lists, heartbeats…) are passed through
+between groups. A group cut off by the end of the available data is never handed on as a
+transaction: it comes out as `Incomplete`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from .binlog.constants import EventType, RowsKind
+from .binlog.events import (
+    Gtid,
+    Intvar,
+    MariaGtidEvent,
+    Query,
+    Rand,
+    RowsEvent,
+    RowsQuery,
+    TableMap,
+    TransactionPayload,
+    UserVar,
+    ViewChange,
+    XaPrepare,
+    Xid,
+)
+from .binlog.reader import LoggedEvent
+
+# Events the coordinator executes itself; they never belong to a group.
+COORDINATOR_EVENTS = frozenset(
+    {
+        EventType.FORMAT_DESCRIPTION,
+        EventType.ROTATE,
+        EventType.PREVIOUS_GTIDS,
+        EventType.GTID_LIST,
+        EventType.BINLOG_CHECKPOINT,
+        EventType.HEARTBEAT,
+        EventType.HEARTBEAT_V2,
+        EventType.STOP,
+        EventType.START_V3,
+        EventType.START_ENCRYPTION,
+        EventType.INCIDENT,
+        EventType.IGNORABLE,
+    }
+)
+_DDL_VERBS = frozenset(
+    {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "ANALYZE", "OPTIMIZE", "REPAIR"}
+)
+
+
+def statement_verb(query: str) -> str:
+    """The first keyword of a statement, skipping leading comments."""
+    text = query.lstrip()
+    while text.startswith("/*"):
+        end = text.find("*/")
+        if end < 0:
+            break
+        text = text[end + 2 :].lstrip()
+    return text.split(None, 1)[0].upper().rstrip(";") if text else ""
+
+
+def _is_begin(query: str) -> bool:
+    verb = statement_verb(query)
+    if verb == "BEGIN":
+        return True
+    return verb == "XA" and query.split()[1].upper() in ("START", "BEGIN")
+
+
+def _is_commit_or_rollback(query: str) -> bool:
+    words = query.split()
+    verb = statement_verb(query)
+    if verb == "COMMIT":
+        return True
+    return verb == "ROLLBACK" and not (len(words) > 1 and words[1].upper() == "TO")
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    log_name: str
+    pos: int
+
+    def __str__(self) -> str:
+        return f"{self.log_name}:{self.pos}"
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """One group: what a worker applies and commits as a unit."""
+
+    events: tuple[LoggedEvent, ...]
+    gtid: str | None  # 'uuid:gno', 'domain-server-seq', or None (anonymous / not logged)
+    last_committed: int | None
+    sequence_number: int | None
+    commit_id: int | None  # MariaDB group-commit id
+    databases: frozenset[str] | None  # None = the source did not log them ("unknown")
+    is_ddl: bool
+    start: Position
+    end: Position  # relay position after the group's last event
+    source_log_file: str | None
+    source_end_pos: int  # end_log_pos of the last event in the source's binlog
+    original_commit_timestamp: int | None  # microseconds since the epoch, where logged
+    timestamp: int  # the first event's header timestamp (seconds)
+    row_events: int
+    size: int  # bytes of the group's events in the relay log
+
+    def describe(self) -> str:
+        """How a DBA names the transaction in an error: its GTID, else its source position."""
+        if self.gtid:
+            return f"GTID {self.gtid}"
+        return f"source position {self.source_log_file}:{self.source_end_pos}"
+
+
+@dataclass(frozen=True, slots=True)
+class Incomplete:
+    """Events of a group that did not end: cut off by the end of data, or abandoned by the source."""
+
+    events: tuple[LoggedEvent, ...]
+    reason: str
+
+    @property
+    def start(self) -> Position:
+        first = self.events[0]
+        return Position(first.log_name, first.pos)
+
+
+@dataclass(slots=True)
+class _Open:
+    events: list[LoggedEvent] = field(default_factory=list)
+    multi_statement: bool = False  # BEGIN seen (or a MariaDB transactional GTID)
+    gtid: str | None = None
+    last_committed: int | None = None
+    sequence_number: int | None = None
+    commit_id: int | None = None
+    databases: set[str] = field(default_factory=set)
+    unknown_databases: bool = False
+    is_ddl: bool = False
+    original_commit_timestamp: int | None = None
+    row_events: int = 0
+
+
+class TransactionAssembler:
+    """Feeds events in; yields transactions, coordinator events and incomplete tails, in order."""
+
+    def __init__(self) -> None:
+        self._open: _Open | None = None
+        self.abandoned = 0
+
+    def feed(self, logged: LoggedEvent) -> Iterator[Transaction | LoggedEvent | Incomplete]:
+        code = logged.type_code
+        event = logged.event
+        if code in COORDINATOR_EVENTS:
+            if code == EventType.FORMAT_DESCRIPTION and logged.copied_fde and logged.source_end_pos:
+                # A source FDE with a real position means the source restarted: MySQL rolls back
+                # the unfinished group it interrupted.
+                yield from self._abandon("the source restarted before it ended")
+            yield logged
+            return
+        if isinstance(event, Gtid | MariaGtidEvent):
+            yield from self._abandon("a new transaction began before it ended")
+            group = self._open = _Open()
+            group.events.append(logged)
+            if isinstance(event, Gtid):
+                group.gtid = None if event.anonymous else event.gtid_text
+                group.last_committed = event.last_committed
+                group.sequence_number = event.sequence_number
+                group.original_commit_timestamp = event.original_commit_timestamp
+            else:
+                group.gtid = str(event.gtid)
+                group.commit_id = event.commit_id
+                group.is_ddl = event.is_ddl
+                group.multi_statement = not event.standalone
+            return
+        group = self._open
+        if group is None:
+            group = self._open = _Open()
+        group.events.append(logged)
+        if isinstance(event, Query):
+            if _is_begin(event.query):
+                group.multi_statement = True
+                return
+            if _is_commit_or_rollback(event.query):
+                yield self._close()
+                return
+            self._note_query_databases(group, event)
+            if not group.multi_statement:
+                group.is_ddl = group.is_ddl or statement_verb(event.query) in _DDL_VERBS
+                yield self._close()
+            return
+        if isinstance(event, Xid):
+            yield self._close()
+            return
+        if isinstance(event, XaPrepare):
+            yield self._close()
+            return
+        if isinstance(event, TableMap):
+            group.databases.add(event.schema)
+            return
+        if isinstance(event, RowsEvent):
+            group.row_events += 1
+            if not group.multi_statement and event.statement_end:
+                yield self._close()  # pre-GTID, BEGIN-less row changes (old non-transactional logs)
+            return
+        if isinstance(event, UserVar | Intvar | Rand | RowsQuery | TransactionPayload | ViewChange):
+            return
+        # Anything else (legacy LOAD DATA blocks, transaction context) stays in the group.
+
+    def finish(self) -> Iterator[Incomplete]:
+        """The end of the available data: an open group is incomplete, never a transaction."""
+        if self._open is not None and self._open.events:
+            events = tuple(self._open.events)
+            self._open = None
+            yield Incomplete(events, "cut off by the end of the available relay log data")
+
+    def _abandon(self, reason: str) -> Iterator[Incomplete]:
+        if self._open is not None and self._open.events:
+            self.abandoned += 1
+            events = tuple(self._open.events)
+            self._open = None
+            yield Incomplete(events, reason)
+
+    @staticmethod
+    def _note_query_databases(group: _Open, event: Query) -> None:
+        names = event.status.updated_db_names
+        if names is not None:
+            if event.status.updated_db_over_max:
+                group.unknown_databases = True
+            group.databases.update(names)
+        elif event.database:
+            group.databases.add(event.database)
+        else:
+            group.unknown_databases = True
+
+    def _close(self) -> Transaction:
+        group = self._open
+        assert group is not None
+        self._open = None
+        first, last = group.events[0], group.events[-1]
+        outer = [e for e in group.events if not e.inner]
+        size = sum(e.end_pos - e.pos for e in outer)
+        return Transaction(
+            events=tuple(group.events),
+            gtid=group.gtid,
+            last_committed=group.last_committed,
+            sequence_number=group.sequence_number,
+            commit_id=group.commit_id,
+            databases=None if group.unknown_databases else frozenset(group.databases),
+            is_ddl=group.is_ddl,
+            start=Position(first.log_name, first.pos),
+            end=Position(last.log_name, last.end_pos),
+            source_log_file=last.source_log_file,
+            source_end_pos=last.source_end_pos,
+            original_commit_timestamp=group.original_commit_timestamp,
+            timestamp=first.event.header.timestamp,
+            row_events=group.row_events,
+            size=size,
+        )
+
+
+def assemble(events: Iterable[LoggedEvent]) -> Iterator[Transaction | LoggedEvent | Incomplete]:
+    """Group a whole event stream; a trailing open group comes out as Incomplete."""
+    assembler = TransactionAssembler()
+    for logged in events:
+        yield from assembler.feed(logged)
+    yield from assembler.finish()
+
+
+def row_kind_name(kind: RowsKind) -> str:
+    return {RowsKind.WRITE: "INSERT", RowsKind.UPDATE: "UPDATE", RowsKind.DELETE: "DELETE"}[kind]

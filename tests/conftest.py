@@ -1,0 +1,17 @@
+"""Shared paths to the real relay logs the tests read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+MULTISOURCE = FIXTURES / "mariadb-10.11-multisource"
+PUBLIC = FIXTURES / "public-binlogs"
+
+
+@pytest.fixture(scope="session")
+def multisource() -> Path:
+    return MULTISOURCE
