@@ -17,6 +17,7 @@ import datetime as dt
 import re
 import shutil
 import subprocess
+from collections import deque
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
@@ -108,7 +109,11 @@ class ListedRow:
 @dataclass(slots=True)
 class Listing:
     events: list[ListedEvent] = field(default_factory=list)
-    rows: dict[int, list[ListedRow]] = field(default_factory=dict)  # rows event pos -> its rows
+    # Every row in file order, with the position of the event mariadb-binlog printed it under.
+    # It prints a statement's rows events (all but the last without STMT_END_F) as one group: all
+    # their headers, then all their rows, so a row's position is that of its statement's last
+    # rows event, not necessarily of the event that holds it.
+    rows: list[tuple[int, ListedRow]] = field(default_factory=list)
 
 
 _AT = re.compile(rb"^# at (\d+)$")
@@ -141,11 +146,17 @@ def _type_word(text: bytes) -> str:
 def parse_listing(output: bytes) -> Listing:
     """Events and rows from mariadb-binlog's stdout (with or without decode-rows -vv).
 
-    Raises ValueError on a line shape the parser does not know inside a row block, so that a
-    change of output format fails loudly instead of silently dropping values.
+    mariadb-binlog prints `# at POS` when it reads an event but may hold the event's header line
+    back: Annotate_rows, Table_map and the rows events of one statement are printed together once
+    the statement's last rows event (STMT_END_F) is read. Headers come out in event order, so
+    `# at` positions are queued and each header line takes the oldest.
+
+    Raises ValueError on a header without a pending `# at`, and on a line shape the parser does not
+    know inside a row block, so that a change of output format fails loudly instead of silently
+    dropping events or values.
     """
     listing = Listing()
-    pending_at: int | None = None
+    pending_at: deque[int] = deque()
     last: ListedEvent | None = None
     row: dict[str, Any] | None = None
     image: list[ListedValue] | None = None
@@ -153,12 +164,16 @@ def parse_listing(output: bytes) -> Listing:
     def finish_row() -> None:
         nonlocal row, image
         if row is not None and last is not None:
-            listing.rows.setdefault(last.pos, []).append(
-                ListedRow(
-                    row["verb"],
-                    row["table"],
-                    tuple(row["WHERE"]) if row["WHERE"] is not None else None,
-                    tuple(row["SET"]) if row["SET"] is not None else None,
+            before, after = row["WHERE"], row["SET"]
+            listing.rows.append(
+                (
+                    last.pos,
+                    ListedRow(
+                        row["verb"],
+                        row["table"],
+                        tuple(before) if before is not None else None,
+                        tuple(after) if after is not None else None,
+                    ),
                 )
             )
         row, image = None, None
@@ -166,12 +181,14 @@ def parse_listing(output: bytes) -> Listing:
     for line in output.split(b"\n"):
         if m := _AT.match(line):
             finish_row()
-            pending_at = int(m.group(1))
+            pending_at.append(int(m.group(1)))
             continue
-        if pending_at is not None and (m := _HEADER.match(line)):
-            last = ListedEvent(pending_at, int(m.group(1)), int(m.group(2)), _type_word(m.group(3)))
+        if m := _HEADER.match(line):
+            finish_row()
+            if not pending_at:
+                raise ValueError(f"event header line without a '# at' line before it: {line[:200]!r}")
+            last = ListedEvent(pending_at.popleft(), int(m.group(1)), int(m.group(2)), _type_word(m.group(3)))
             listing.events.append(last)
-            pending_at = None
             continue
         if last is not None and last.type_word == "" and (m := _NAME_NEXT_LINE.match(line)):
             last = ListedEvent(last.pos, last.server_id, last.end_log_pos, m.group(1).decode())
@@ -187,8 +204,12 @@ def parse_listing(output: bytes) -> Listing:
             continue
         if m := _ROW_START.match(line):
             finish_row()
-            row = {"verb": m.group(1).decode(), "table": m.group(2).decode("utf-8", "replace"),
-                   "WHERE": None, "SET": None}
+            row = {
+                "verb": m.group(1).decode(),
+                "table": m.group(2).decode("utf-8", "replace"),
+                "WHERE": None,
+                "SET": None,
+            }
             continue
         if line in (b"### WHERE", b"### SET") and row is not None:
             image = row[line[4:].decode()] = []
@@ -196,13 +217,19 @@ def parse_listing(output: bytes) -> Listing:
         if (m := _VALUE.match(line)) and image is not None:
             image.append(
                 ListedValue(
-                    int(m.group(1)), m.group(2), m.group(3).decode(), int(m.group(4)),
-                    m.group(5) == b"1", m.group(6) == b"1",
+                    int(m.group(1)),
+                    m.group(2),
+                    m.group(3).decode(),
+                    int(m.group(4)),
+                    m.group(5) == b"1",
+                    m.group(6) == b"1",
                 )
             )
             continue
         raise ValueError(f"unexpected line in a mariadb-binlog row block: {line[:200]!r}")
     finish_row()
+    if pending_at:
+        raise ValueError(f"'# at' lines without an event header: {list(pending_at)}")
     return listing
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import math
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, dataclass
 from decimal import Decimal
@@ -548,6 +550,7 @@ def test_document_bigger_than_64k_uses_large_format():
         (bytes.fromhex("7ffffff6ff"), 11, 2, "-9.00"),
         (bytes.fromhex("8005"), 3, 3, "0.005"),
         (bytes.fromhex("7a"), 1, 0, "-5"),
+        (b"", 0, 0, "0"),
     ],
 )
 def test_opaque_decimal(data, precision, scale, expected):
@@ -571,6 +574,9 @@ def test_opaque_temporal_values():
 
 
 def test_unrepresentable_temporal_stays_opaque_but_prints():
+    odd_time = JsonOpaque(11, packed_time(False, 30, 61, 0, 0))
+    assert decode_json(encode(odd_time)) == odd_time
+    assert json_text(odd_time) == '"30:61:00.000000"'
     zero = JsonOpaque(10, packed_datetime(0, 0, 0))
     assert decode_json(encode(zero)) == zero
     assert json_text(zero) == '"0000-00-00"'
@@ -652,6 +658,36 @@ def test_temporal_and_decimal_text():
     assert json_text(Decimal("0.0000001")) == "0.0000001"
 
 
+def test_text_of_subclasses_and_non_finite_doubles():
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Stamp(dt.datetime):
+        pass
+
+    class Name(str):
+        pass
+
+    value = OrderedDict(level=Level.HIGH, at=Stamp(2020, 1, 2), name=Name("x"))
+    assert json_text(value) == '{"level": 3, "at": "2020-01-02 00:00:00.000000", "name": "x"}'
+    # dtoa() reports overflow for these and my_gcvt() prints "0", then ".0" is appended.
+    assert json_text(math.inf) == "0.0"
+    assert json_text(math.nan) == "0.0"
+
+
+def test_text_depth_limit():
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ValueError):
+        json_text(deep)
+    deep_obj: dict = {}
+    for _ in range(200):
+        deep_obj = {"a": deep_obj}
+    with pytest.raises(ValueError):
+        json_text(deep_obj)
+
+
 def test_text_rejects_unknown_types():
     with pytest.raises(TypeError):
         json_text({1, 2})
@@ -727,17 +763,42 @@ def test_shared_subtrees_do_not_explode():
     for _ in range(40):
         doc = struct.pack("<HH", 2, 10 + len(doc)) + b"\x02\x0a\x00\x02\x0a\x00" + doc
     start = time.perf_counter()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="overlapping"):
         decode_json(b"\x02" + doc)
     assert time.perf_counter() - start < 1.0
 
 
-def test_shared_long_string_is_rejected():
-    n = 2000
+def shared_target_array(n: int, t: int, payload: bytes) -> bytes:
+    """An array whose n entries all point at one value: legal offsets, shared data."""
     header = 4 + 3 * n
-    doc = b"\x02" + struct.pack("<HH", n, header + 3 + 5000) + (b"\x0c" + struct.pack("<H", header)) * n
-    doc += varlen(5000) + b"s" * 5000
-    with pytest.raises(ValueError):
+    entries = (bytes([t]) + struct.pack("<H", header)) * n
+    return b"\x02" + struct.pack("<HH", n, header + len(payload)) + entries + payload
+
+
+@pytest.mark.parametrize(
+    ("t", "payload"),
+    [
+        (0x0C, varlen(5000) + b"s" * 5000),
+        (0x0F, b"\xfc" + varlen(5000) + b"o" * 5000),
+    ],
+)
+def test_shared_long_values_are_rejected(t, payload):
+    assert decode_json(shared_target_array(1, t, payload)) is not None
+    with pytest.raises(ValueError, match="overlapping"):
+        decode_json(shared_target_array(2000, t, payload))
+
+
+def test_shared_long_keys_are_rejected():
+    n, key = 100, b"k" * 1000
+    header = 4 + 4 * n + 3 * n
+    doc = (
+        b"\x00"
+        + struct.pack("<HH", n, header + len(key))
+        + struct.pack("<HH", header, len(key)) * n
+        + b"\x04\x00\x00" * n
+        + key
+    )
+    with pytest.raises(ValueError, match="overlapping"):
         decode_json(doc)
 
 
@@ -1041,6 +1102,7 @@ def test_apply_json_diffs(doc, diffs, expected):
         ({"a": 1}, R("$.*", 1)),
         ({"a": 1}, R("$[1 to 2]", 1)),
         ({"a": 1}, R("$**.a", 1)),
+        ({"a": 1}, R('$."\\x"', 1)),
     ],
 )
 def test_rejected_diffs(doc, diff):

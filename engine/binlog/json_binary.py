@@ -533,25 +533,23 @@ def _render(v: object, out: list[str], depth: int) -> None:
 
 
 def _plain(v: object) -> object:
-    """Map subclasses (IntEnum, OrderedDict, ...) to the base type _render knows."""
-    for base in (bool, int, float, str, Decimal, _dt.datetime, _dt.date, _dt.time, _dt.timedelta):
+    """Map subclasses (IntEnum, OrderedDict, pandas Timestamp, ...) to a type _render knows."""
+    for base in (int, float, str, Decimal):
         if isinstance(v, base):
-            return base(v) if base in (bool, int, float, str, Decimal) else _rebuild(v, base)
+            return base(v)
     if isinstance(v, dict):
         return dict(v)
     if isinstance(v, list | tuple):
         return list(v)
+    if isinstance(v, _dt.datetime):
+        return _dt.datetime(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
+    if isinstance(v, _dt.date):
+        return _dt.date(v.year, v.month, v.day)
+    if isinstance(v, _dt.time):
+        return _dt.time(v.hour, v.minute, v.second, v.microsecond)
+    if isinstance(v, _dt.timedelta):
+        return _dt.timedelta(v.days, v.seconds, v.microseconds)
     raise TypeError(f"cannot render {type(v).__name__} as JSON")
-
-
-def _rebuild(v: object, base: type) -> object:
-    if base is _dt.timedelta:
-        return _dt.timedelta(v.days, v.seconds, v.microseconds)  # type: ignore[attr-defined]
-    if base is _dt.time:
-        return _dt.time(v.hour, v.minute, v.second, v.microsecond)  # type: ignore[attr-defined]
-    if base is _dt.datetime:
-        return _dt.datetime(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)  # type: ignore[attr-defined]
-    return _dt.date(v.year, v.month, v.day)  # type: ignore[attr-defined]
 
 
 def json_text(value: object) -> str:
@@ -737,12 +735,11 @@ def _insert_member(obj: dict, name: str, value: object) -> None:
         return
     items = list(obj.items())
     obj.clear()
+    # The last key sorts after the new one, so the loop always places it.
     for k, v in items:
         if name not in obj and _mysql_key_order(k) > order:
             obj[name] = value
         obj[k] = v
-    if name not in obj:
-        obj[name] = value
 
 
 def apply_json_diffs(document: object, diffs: list[JsonDiff]) -> object:

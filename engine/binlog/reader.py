@@ -109,7 +109,10 @@ class BinlogFile:
 
     def close(self) -> None:
         if isinstance(self._data, mmap.mmap):
-            self._data.close()
+            try:
+                self._data.close()
+            except BufferError:
+                pass  # an unfinished events() iterator still holds a view; the map goes with it
         self._fh.close()
 
     def __enter__(self) -> BinlogFile:
@@ -131,16 +134,30 @@ class BinlogFile:
         log still being written); otherwise it is an error.
         """
         state = state if state is not None else ReaderState()
-        data, name = self._data, self.name
         end = self.size if stop is None else min(stop, self.size)
+        # Locals: this loop runs once per event of every relay log.
+        view = memoryview(self._data)
+        try:
+            yield from self._events(state, view, start, end, partial_tail_ok)
+        finally:
+            view.release()
+
+    def _events(
+        self, state: ReaderState, view: memoryview, start: int, end: int, partial_tail_ok: bool
+    ) -> Iterator[LoggedEvent]:
+        data, name = self._data, self.name
         pos = 4
         own_server_id: int | None = None  # the writer of this file (its first FORMAT_DESCRIPTION)
+        # Locals: this loop runs once per event of every relay log.
+        crc32, unpack_header, unpack_u32 = zlib.crc32, HEADER.unpack_from, p.U32.unpack_from
+        decoders = DECODERS
+        context = state.context
         while pos < end:
             if end - pos < COMMON_HEADER_LEN:
                 if partial_tail_ok:
                     return
                 raise TruncatedEvent(name, pos, f"file ends {end - pos} bytes into an event header")
-            timestamp, type_code, server_id, size, log_pos, flags = HEADER.unpack_from(data, pos)
+            timestamp, type_code, server_id, size, log_pos, flags = unpack_header(data, pos)
             if size < COMMON_HEADER_LEN:
                 raise BinlogError(name, pos, f"event length {size} is shorter than the event header")
             if pos + size > end:
@@ -158,6 +175,7 @@ class BinlogFile:
                 continue
             if type_code == _FDE:
                 event = self._format_description(header, pos, state)
+                context = state.context
                 if pos == 4:
                     own_server_id = server_id
                 if pos >= start:
@@ -167,16 +185,15 @@ class BinlogFile:
                 pos = next_pos
                 continue
             body_end = next_pos
-            if state.context.checksum_alg == _CRC32:
+            if context.checksum_alg == _CRC32:
                 body_end -= CHECKSUM_LEN
                 if body_end < pos + COMMON_HEADER_LEN:
                     raise BinlogError(name, pos, f"event length {size} leaves no room for its checksum")
-                stored = p.U32.unpack_from(data, body_end)[0]
-                if zlib.crc32(memoryview(data)[pos:body_end]) != stored:
+                if crc32(view[pos:body_end]) != unpack_u32(data, body_end)[0]:
                     raise ChecksumMismatch(
                         name, pos, f"{event_type_name(type_code)} event fails its CRC32 check (corrupt data)"
                     )
-            decoder = DECODERS.get(type_code)
+            decoder = decoders.get(type_code)
             if decoder is None:
                 if flags & _IGNORABLE:
                     state.ignored_events += 1
@@ -184,7 +201,7 @@ class BinlogFile:
                     continue
                 raise UnknownEvent(name, pos, f"unknown event type {type_code} without the ignorable flag")
             try:
-                event = decoder(header, data[pos + COMMON_HEADER_LEN : body_end], state.context)
+                event = decoder(header, data[pos + COMMON_HEADER_LEN : body_end], context)
             except (ValueError, OverflowError, IndexError, struct.error) as exc:
                 raise BinlogError(name, pos, f"bad {event_type_name(type_code)} event: {exc}") from None
             artificial = bool(flags & _ARTIFICIAL) or (type_code == _ROTATE and log_pos == 0)

@@ -15,6 +15,8 @@ def mariadb_uncompress(data: bytes) -> bytes:
     """MariaDB: one header byte (low 3 bits: bytes of length), big-endian length, zlib stream."""
     if not data:
         raise ValueError("empty compressed payload")
+    if data[0] & 0xF0 != 0x80:
+        raise ValueError(f"compressed-event header byte 0x{data[0]:02x} names no algorithm known (zlib is 0)")
     lenlen = data[0] & 0x07
     if lenlen == 0 or lenlen > 4 or len(data) < 1 + lenlen:
         raise ValueError(f"bad compressed-event header byte 0x{data[0]:02x}")

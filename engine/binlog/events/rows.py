@@ -343,10 +343,6 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
         extra, _ = p.take(body, pos + 2, extra_len - 2, "the rows extra data")
         pos = pos + extra_len
     pos = max(pos, post) if version != 2 else pos
-    if compressed:
-        # MariaDB compresses everything after the post-header (width, bitmaps and rows).
-        body = mariadb_uncompress(bytes(body[pos:]))
-        pos = 0
     width, pos = p.packed_len(body, pos)
     if width > 4096:
         raise ValueError(f"rows event claims {width} columns (MySQL allows 4096)")
@@ -354,6 +350,10 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
     after = None
     if kind == RowsKind.UPDATE:
         after, pos = p.bitmap(body, pos, width)
+    rows_data = bytes(body[pos:])
+    if compressed:
+        # MariaDB compresses only the row images; the header, width and bitmaps stay plain.
+        rows_data = mariadb_uncompress(rows_data)
     return RowsEvent(
         header,
         kind,
@@ -364,6 +364,6 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
         width,
         before,
         after,
-        bytes(body[pos:]),
+        rows_data,
         partial=header.type_code == EventType.PARTIAL_UPDATE_ROWS,
     )
