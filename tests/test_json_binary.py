@@ -574,6 +574,10 @@ def test_opaque_temporal_values():
 
 
 def test_unrepresentable_temporal_stays_opaque_but_prints():
+    negative_datetime = JsonOpaque(
+        12, struct.pack("<q", -struct.unpack("<q", packed_datetime(2020, 1, 2))[0])
+    )
+    assert decode_json(encode(negative_datetime)) == negative_datetime
     odd_time = JsonOpaque(11, packed_time(False, 30, 61, 0, 0))
     assert decode_json(encode(odd_time)) == odd_time
     assert json_text(odd_time) == '"30:61:00.000000"'
@@ -668,8 +672,22 @@ def test_text_of_subclasses_and_non_finite_doubles():
     class Name(str):
         pass
 
+    class Items(list):
+        pass
+
+    class Day(dt.date):
+        pass
+
+    class Clock(dt.time):
+        pass
+
+    class Span(dt.timedelta):
+        pass
+
     value = OrderedDict(level=Level.HIGH, at=Stamp(2020, 1, 2), name=Name("x"))
     assert json_text(value) == '{"level": 3, "at": "2020-01-02 00:00:00.000000", "name": "x"}'
+    others = Items([Day(2020, 1, 2), Clock(1, 2), Span(hours=30)])
+    assert json_text(others) == '["2020-01-02", "01:02:00.000000", "30:00:00.000000"]'
     # dtoa() reports overflow for these and my_gcvt() prints "0", then ".0" is appended.
     assert json_text(math.inf) == "0.0"
     assert json_text(math.nan) == "0.0"
@@ -873,9 +891,10 @@ def test_double_text_shape(x):
 @given(st.binary(max_size=64))
 def test_garbage_raises_only_value_error(data):
     try:
-        decode_json(data)
+        value = decode_json(data)
     except ValueError:
-        pass
+        return
+    assert isinstance(json_text(value), str)
 
 
 @settings(max_examples=300)
@@ -886,9 +905,10 @@ def test_corrupted_documents_raise_only_value_error(value, data):
         i = data.draw(st.integers(0, len(doc) - 1))
         doc[i] = data.draw(st.integers(0, 255))
     try:
-        decode_json(bytes(doc))
+        decoded = decode_json(bytes(doc))
     except ValueError:
-        pass
+        return
+    assert isinstance(json_text(decoded), str)
 
 
 @settings(max_examples=200)

@@ -321,8 +321,6 @@ class _CodeGen:
                 ColumnType.TIME: "maria_time",
             }[t]
             return [f"{out}({fn}(buf[pos:pos + {size}], {meta}))", f"pos += {size}"]
-        if t == ColumnType.TIMESTAMP and col.mariadb:
-            return [f"{out}(make_timestamp(from_bytes(buf[pos:pos + 4], 'big'), 0))", "pos += 4"]
         if t == ColumnType.TIME:
             return [
                 "v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16",

@@ -64,9 +64,8 @@ class JsonDiff:
 # Binary JSON decoding
 # ---------------------------------------------------------------------------
 
-_SMALL_OBJECT = 0x00
+# Type codes 0x00-0x03: small object, large object, small array, large array.
 _LARGE_OBJECT = 0x01
-_SMALL_ARRAY = 0x02
 _LARGE_ARRAY = 0x03
 _LITERAL = 0x04
 _INT16 = 0x05
@@ -181,7 +180,18 @@ class _Decoder:
             else:
                 if ev < header or ev > size:
                     raise _malformed("value offset out of range")
-                append(self.value(et, pos + ev, cend, next_depth))
+                at = pos + ev
+                # Short strings dominate real documents: skip the generic dispatch for them.
+                if et == _STRING and at < cend and buf[at] < 0x80:
+                    stop = at + 1 + buf[at]
+                    if stop > cend:
+                        raise _malformed("string exceeds the data")
+                    self.budget -= stop - at - 1
+                    if self.budget < 0:
+                        raise _malformed("overlapping strings")
+                    append(buf[at + 1 : stop].decode("utf-8"))
+                else:
+                    append(self.value(et, at, cend, next_depth))
         if not is_object:
             return out
 
@@ -398,7 +408,7 @@ def _shortest_digits(x: float) -> tuple[str, int]:
 
 def _format_double(x: float) -> str:
     """Print a double like MySQL's JSON output: my_gcvt() plus ".0" for whole numbers."""
-    if x != x or x in (float("inf"), float("-inf")):
+    if not math.isfinite(x):
         # dtoa() reports overflow and my_gcvt() prints "0".
         return "0.0"
     sign = "-" if math.copysign(1.0, x) < 0 else ""

@@ -8,6 +8,7 @@ sql/log_event.cc of MySQL 8.0; the relay-log choreography lives in engine.genera
 
 from __future__ import annotations
 
+import decimal
 import re
 import struct
 import zlib
@@ -291,6 +292,7 @@ def query_body(
 
 
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+DECIMAL_CONTEXT = decimal.Context(prec=100)  # room for DECIMAL(65,30) whatever the thread's context
 _INT_FORMATS = {
     "tinyint": ("<b", "<B", 1),
     "smallint": ("<h", "<H", 2),
@@ -330,30 +332,38 @@ def decimal_bin_size(precision: int, scale: int) -> int:
 
 def decimal_to_bin(value: Decimal, precision: int, scale: int) -> bytes:
     """MySQL's binary DECIMAL: 9 digits per 4 bytes, big-endian, negatives inverted, sign bit flipped."""
-    negative = value < 0
-    text = format(abs(value).quantize(Decimal(1).scaleb(-scale)), "f")
-    int_text, _, frac_text = text.partition(".")
+    return _decimal_encoder(precision, scale)(value)
+
+
+@lru_cache(maxsize=256)
+def _decimal_encoder(precision: int, scale: int) -> Callable[[Decimal], bytes]:
     intg = precision - scale
-    int_text = int_text.lstrip("0")
-    if len(int_text) > intg:
-        raise ValueError(f"{value} does not fit DECIMAL({precision},{scale})")
-    int_text = int_text.rjust(intg, "0")
-    frac_text = frac_text.ljust(scale, "0")
-    out = bytearray()
-    lead = intg % 9
+    full_int, lead = divmod(intg, 9)
+    full_frac, trail = divmod(scale, 9)
+    # (divisor, modulus, width) per group, most significant first, over the scaled integer
+    plan: list[tuple[int, int, int]] = []
     if lead:
-        out += int(int_text[:lead]).to_bytes(_DIG2BYTES[lead], "big")
-    for i in range(lead, intg, 9):
-        out += int(int_text[i : i + 9]).to_bytes(4, "big")
-    full = scale - scale % 9
-    for i in range(0, full, 9):
-        out += int(frac_text[i : i + 9]).to_bytes(4, "big")
-    if scale % 9:
-        out += int(frac_text[full:]).to_bytes(_DIG2BYTES[scale % 9], "big")
-    if negative:
-        out = bytearray(b ^ 0xFF for b in out)
-    out[0] ^= 0x80
-    return bytes(out)
+        plan.append((10 ** (scale + 9 * full_int), 10**lead, _DIG2BYTES[lead]))
+    plan += [(10 ** (scale + 9 * i), 10**9, 4) for i in range(full_int - 1, -1, -1)]
+    plan += [(10 ** (scale - 9 * (i + 1)), 10**9, 4) for i in range(full_frac)]
+    if trail:
+        plan.append((1, 10**trail, _DIG2BYTES[trail]))
+    limit = 10**precision
+    quantum = Decimal(1).scaleb(-scale)
+
+    def encode(value: Decimal) -> bytes:
+        n = int(value.quantize(quantum, context=DECIMAL_CONTEXT).scaleb(scale, context=DECIMAL_CONTEXT))
+        negative = n < 0
+        n = -n if negative else n
+        if n >= limit:
+            raise ValueError(f"{value} does not fit DECIMAL({precision},{scale})")
+        out = bytearray(b"".join([((n // div) % mod).to_bytes(width, "big") for div, mod, width in plan]))
+        if negative:
+            out = bytearray(b ^ 0xFF for b in out)
+        out[0] ^= 0x80
+        return bytes(out)
+
+    return encode
 
 
 def _frac_bytes(usec: int, fsp: int) -> bytes:
@@ -451,6 +461,20 @@ class ColumnTypeInfo:
     @property
     def is_enum_or_set(self) -> bool:
         return self.base in ("enum", "set")
+
+
+def _memo_last(encode: Callable[[object], bytes]) -> Callable[[object], bytes]:
+    """Remember the last value's bytes: bulk statements repeat one timestamp row after row."""
+    last: list[object] = [None, b""]
+
+    def memo(value: object) -> bytes:
+        if value == last[0] and value is not None:
+            return last[1]  # type: ignore[return-value]
+        raw = encode(value)
+        last[0], last[1] = value, raw
+        return raw
+
+    return memo
 
 
 def _length_prefixed(width: int) -> Callable[[bytes], bytes]:

@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from engine.binlog.writer import ColumnTypeInfo, TableDef, json_key_order
+from engine.binlog.writer import DECIMAL_CONTEXT, ColumnTypeInfo, TableDef, json_key_order
 
 TableKey = tuple[str, str]
 TempKey = tuple[int, str, str]  # (thread_id, db, name): temporary tables live in a session
@@ -122,7 +122,7 @@ def datetime_text(value: datetime, fsp: int) -> str:
 
 
 def decimal_text(value: Decimal, scale: int) -> str:
-    return format(value.quantize(Decimal(1).scaleb(-scale)), "f")
+    return format(value.quantize(Decimal(1).scaleb(-scale), context=DECIMAL_CONTEXT), "f")
 
 
 def render_value(ctype: ColumnTypeInfo, value: object) -> str | None:
@@ -211,13 +211,24 @@ class TableState:
         return tuple(row[i] for i in self.table.pk_positions)
 
     def _reindex(self) -> None:
-        self.unique_index = {name: {} for name, _ in self.table.unique_keys}
+        table = self.table
+        self._pk_positions = table.pk_positions
+        self._single_pk = table.pk_positions[0] if len(table.pk_positions) == 1 else None
+        self._unique = [(n, p) for n, p in table.unique_positions if n != "PRIMARY"]
+        self._auto = next((i for i, c in enumerate(table.columns) if c.auto_increment), None)
+        self._width = len(table.columns)
+        self.unique_index = {name: {} for name, _ in self._unique}
         for pk, row in self.rows.items():
             self._index(row, pk)
 
+    def _key(self, row: Sequence[object]) -> tuple[object, ...]:
+        if self._single_pk is not None:
+            return (row[self._single_pk],)
+        return tuple(row[i] for i in self._pk_positions)
+
     def _unique_values(self, row: Sequence[object]) -> list[tuple[str, tuple[object, ...]]]:
         out = []
-        for name, positions in self.table.unique_positions[1:] if self.table.primary_key else self.table.unique_positions:
+        for name, positions in self._unique:
             values = tuple(row[i] for i in positions)
             if None not in values:  # NULLs never collide in a UNIQUE key
                 out.append((name, values))
@@ -235,22 +246,25 @@ class TableState:
             self.unique_index[name].pop(values, None)
 
     def insert(self, row: tuple[object, ...]) -> None:
-        if len(row) != len(self.table.columns):
-            raise OracleError(f"row has {len(row)} values for {len(self.table.columns)} columns")
-        pk = self.pk(row)
+        if len(row) != self._width:
+            raise OracleError(f"row has {len(row)} values for {self._width} columns")
+        pk = self._key(row)
         if pk in self.rows:
             raise OracleError(f"duplicate primary key {pk} in {self.table.db}.{self.table.name}")
-        self._index(row, pk)
+        if self._unique:
+            self._index(row, pk)
         self.rows[pk] = row
-        for col, value in zip(self.table.columns, row, strict=True):
-            if col.auto_increment and isinstance(value, int) and value >= self.next_auto_increment:
+        if self._auto is not None:
+            value = row[self._auto]
+            if isinstance(value, int) and value >= self.next_auto_increment:
                 self.next_auto_increment = value + 1
 
     def delete(self, row: tuple[object, ...]) -> None:
-        pk = self.pk(row)
+        pk = self._key(row)
         if self.rows.get(pk) != row:
             raise OracleError(f"delete of a row not in {self.table.db}.{self.table.name}: {pk}")
-        self._unindex(row)
+        if self._unique:
+            self._unindex(row)
         del self.rows[pk]
 
     def update(self, before: tuple[object, ...], after: tuple[object, ...]) -> None:
@@ -292,6 +306,7 @@ class Oracle:
             raise OracleError(f"table {new_key} already exists")
         state = self._tables.pop(key)
         state.table = _renamed(state.table, *new_key)
+        state._reindex()
         self._tables[new_key] = state
         return state
 

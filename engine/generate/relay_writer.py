@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from engine.binlog.constants import BINLOG_MAGIC, EventFlag, EventType
 from engine.binlog.writer import (
@@ -40,9 +40,8 @@ from engine.scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
 _FLUSH_AT = 1 << 20
 
 
-@dataclass(frozen=True)
-class SourceEvent:
-    """One event of a transaction as the source logged it, before framing."""
+class SourceEvent(NamedTuple):
+    """One event of a transaction as the source logged it, before framing (a tuple: made often)."""
 
     type_code: int
     body: bytes
@@ -113,6 +112,7 @@ class RelayLogWriter:
         self._src_pos = 0
         self._src_fde_created = 0
         self._src_fde_time = 0
+        self._src_prev_gtids_end = 0
         self._closed = False
         self._open_relay_file(created=settings.start_time)
         self._open_source_binlog(created=settings.start_time)
@@ -123,7 +123,8 @@ class RelayLogWriter:
 
     @property
     def bytes_written(self) -> int:
-        return self._total_bytes + self._relay_pos - self._relay_file_start
+        """Relay-log bytes so far, the current file included."""
+        return self._total_bytes if self._closed else self._total_bytes + self._relay_pos
 
     @property
     def current_binlog(self) -> str:
@@ -192,8 +193,6 @@ class RelayLogWriter:
 
     # ----------------------------------------------------------------------------------------
     # relay side
-
-    _relay_file_start = 0  # bytes of the current file already counted in _total_bytes
 
     def _write(self, data: bytes) -> None:
         self._buffer.append(data)

@@ -15,6 +15,7 @@ import struct
 from collections.abc import Iterable
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
 
 DEFAULT_HISTORY_SIZE = 25000  # binlog_transaction_dependency_history_size default
 
@@ -90,26 +91,33 @@ class WritesetHistory:
 
 def writeset_hash(db: str, table: str, key_name: str, values: tuple[object, ...]) -> int:
     """Stable unsigned 64-bit hash of one key value of one row (same inputs, same hash, any run)."""
-    h = hashlib.blake2b(digest_size=8)
-    for part in (key_name, db, table):
-        raw = part.encode()
-        h.update(_LEN.pack(len(raw)))
-        h.update(raw)
+    parts = [_key_prefix(db, table, key_name)]
     for value in values:
         raw = _value_bytes(value)
-        h.update(_LEN.pack(len(raw)))
-        h.update(raw)
-    return int.from_bytes(h.digest(), "little")
+        parts.append(_LEN.pack(len(raw)))
+        parts.append(raw)
+    return int.from_bytes(hashlib.blake2b(b"".join(parts), digest_size=8).digest(), "little")
+
+
+@lru_cache(maxsize=4096)
+def _key_prefix(db: str, table: str, key_name: str) -> bytes:
+    out = bytearray()
+    for part in (key_name, db, table):
+        raw = part.encode()
+        out += _LEN.pack(len(raw)) + raw
+    return bytes(out)
 
 
 def _value_bytes(value: object) -> bytes:
     # A type tag keeps 1, "1" and b"1" apart; bool is tested before int because it is an int.
+    if type(value) is int:
+        return b"I%d" % value
     if value is None:
         return b"N"
     if isinstance(value, bool):
         return b"B1" if value else b"B0"
     if isinstance(value, int):
-        return b"I" + str(value).encode()
+        return b"I%d" % value
     if isinstance(value, str):
         return b"S" + value.encode()
     if isinstance(value, bytes | bytearray | memoryview):
