@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .binlog.constants import EventType, RowsKind
 from .binlog.events import (
     Gtid,
+    IgnoredEvent,
     Intvar,
     MariaGtidEvent,
     Query,
@@ -152,7 +153,7 @@ class TransactionAssembler:
     def feed(self, logged: LoggedEvent) -> Iterator[Transaction | LoggedEvent | Incomplete]:
         code = logged.type_code
         event = logged.event
-        if code in COORDINATOR_EVENTS:
+        if code in COORDINATOR_EVENTS or isinstance(event, IgnoredEvent):
             if code == EventType.FORMAT_DESCRIPTION and logged.copied_fde and logged.source_end_pos:
                 # A source FDE with a real position means the source restarted: MySQL rolls back
                 # the unfinished group it interrupted.

@@ -148,12 +148,7 @@ STOPS_EARLY = {
 STOPS_EARLY_DECODE_ROWS = {k: v for k, v in STOPS_EARLY.items() if k not in REJECTED_DECODE_ROWS}
 
 # Known disagreements, reported to the decoder team; the tests keep asserting the right behaviour.
-LISTING_XFAIL = {
-    "bcj/mysql-bin.aurora-padding": (
-        "relaydeck drops the Aurora event of unknown type 100 (LOG_EVENT_IGNORABLE_F) at 281 from its "
-        "listing; mariadb-binlog lists it (like SHOW BINLOG EVENTS, which makes it an Ignorable event)"
-    ),
-}
+LISTING_XFAIL: dict[str, str] = {}
 ROWS_XFAIL: dict[str, str] = {}
 
 

@@ -150,7 +150,7 @@ def test_unknown_event_with_ignorable_flag_is_skipped_and_counted(tmp_path, shop
 
         state = ReaderState()
         kinds = [e.event_type for e in binlog.events(state)]
-    assert kinds == ["Format_desc", "Xid"]
+    assert kinds == ["Format_desc", "Unknown(99)", "Xid"]
     assert state.ignored_events == 1
 
 

@@ -357,7 +357,7 @@ def test_gzipped_sakila_file_is_not_a_binary_log():
         read_events(FIXTURES / "bcj" / "mysql-bin.sakila.gz")
 
 
-def test_aurora_padding_event_is_skipped_and_the_query_after_it_is_read():
+def test_aurora_padding_event_is_listed_as_ignorable_and_the_query_after_it_is_read():
     # testUnsupportedEventType: its SHOW BINLOG EVENTS listing (4 Format_desc 185 "Server ver:
     # 5.7.12-log, Binlog ver: 4", 185 Previous_gtids 216, 216 Anonymous_Gtid 281, 281
     # Aurora_padding 1209 Ignorable, 1209 Query 1294 BEGIN), and after the padding a QUERY event
@@ -368,13 +368,14 @@ def test_aurora_padding_event_is_skipped_and_the_query_after_it_is_read():
         (4, "Format_desc", 185),
         (185, "Previous_gtids", 216),
         (216, "Anonymous_Gtid", 281),
+        (281, "Unknown(100)", 1209),
         (1209, "Query", 1294),
     ]
     assert state.ignored_events == 1  # the Aurora_padding event, 281..1209
     fde = events[0].event
     assert isinstance(fde, FormatDescription)
     assert (fde.server_version, fde.binlog_version) == ("5.7.12-log", 4)
-    assert events[3].event.query == "BEGIN"
+    assert events[4].event.query == "BEGIN"
 
 
 # ---------------------------------------------------------------------------------------------

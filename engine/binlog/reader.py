@@ -33,6 +33,7 @@ from .events import (
     DecodeContext,
     EventHeader,
     FormatDescription,
+    IgnoredEvent,
     Rotate,
     TransactionPayload,
     decode_format_description,
@@ -197,6 +198,9 @@ class BinlogFile:
             if decoder is None:
                 if flags & _IGNORABLE:
                     state.ignored_events += 1
+                    if pos >= start:
+                        body = data[pos + COMMON_HEADER_LEN : body_end]
+                        yield LoggedEvent(IgnoredEvent(header, body), name, pos, next_pos, state.source_log_file or name)
                     pos = next_pos
                     continue
                 raise UnknownEvent(name, pos, f"unknown event type {type_code} without the ignorable flag")

@@ -350,6 +350,9 @@ def _decimal_encoder(precision: int, scale: int) -> Callable[[Decimal], bytes]:
         plan.append((1, 10**trail, _DIG2BYTES[trail]))
     limit = 10**precision
     quantum = Decimal(1).scaleb(-scale)
+    size = sum(width for _, _, width in plan)
+    sign_bit = 0x80 << (8 * (size - 1))
+    all_ones = ((1 << (8 * size)) - 1) ^ sign_bit
 
     def encode(value: Decimal) -> bytes:
         n = int(value.quantize(quantum, context=DECIMAL_CONTEXT).scaleb(scale, context=DECIMAL_CONTEXT))
@@ -357,11 +360,12 @@ def _decimal_encoder(precision: int, scale: int) -> Callable[[Decimal], bytes]:
         n = -n if negative else n
         if n >= limit:
             raise ValueError(f"{value} does not fit DECIMAL({precision},{scale})")
-        out = bytearray(b"".join([((n // div) % mod).to_bytes(width, "big") for div, mod, width in plan]))
-        if negative:
-            out = bytearray(b ^ 0xFF for b in out)
-        out[0] ^= 0x80
-        return bytes(out)
+        packed = 0
+        for div, mod, width in plan:
+            packed = (packed << (8 * width)) | ((n // div) % mod)
+        # Negatives store every bit inverted; then the top bit is flipped either way.
+        packed ^= all_ones if negative else sign_bit
+        return packed.to_bytes(size, "big")
 
     return encode
 
@@ -510,9 +514,6 @@ def parse_column_type(sql: str) -> ColumnTypeInfo:
         precision = nums[0] if nums else 10
         scale = nums[1] if len(nums) > 1 else 0
 
-        def encode_decimal(v: object, p: int = precision, s: int = scale) -> bytes:
-            return decimal_to_bin(v, p, s)  # type: ignore[arg-type]
-
         return ColumnTypeInfo(
             norm,
             base,
@@ -521,7 +522,7 @@ def parse_column_type(sql: str) -> ColumnTypeInfo:
             unsigned,
             precision=precision,
             scale=scale,
-            encode=encode_decimal,
+            encode=_decimal_encoder(precision, scale),  # type: ignore[arg-type]
         )
     if base == "float":
         return ColumnTypeInfo(
@@ -545,7 +546,7 @@ def parse_column_type(sql: str) -> ColumnTypeInfo:
             "time": (ColumnType.TIME2, time2_bytes),
         }[base]
         return ColumnTypeInfo(
-            norm, base, code, bytes((fsp,)), fsp=fsp, encode=lambda v, _f=fn, _p=fsp: _f(v, _p)
+            norm, base, code, bytes((fsp,)), fsp=fsp, encode=_memo_last(lambda v, _f=fn, _p=fsp: _f(v, _p))
         )  # type: ignore[misc]
     if base in ("char", "binary"):
         length = nums[0] if nums else 1

@@ -118,6 +118,7 @@ def generate_with(
         "events": result.events,
         "bytes": result.bytes,
         "row_images": {"insert": rows.insert, "update": rows.update, "delete": rows.delete},
+        "row_images_by_table": source.row_counts_by_table(),
     }
     tables = oracle.write_expected(out / "expected", parameters)
     return GenerateSummary(

@@ -69,7 +69,9 @@ def json_text(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(json_text(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_json_quote(k)}: {json_text(value[k])}" for k in json_key_order(value)) + "}"
+        return (
+            "{" + ", ".join(f"{_json_quote(k)}: {json_text(value[k])}" for k in json_key_order(value)) + "}"
+        )
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
@@ -99,7 +101,7 @@ def _double_text(value: float) -> str:
 
 
 def _float_text(value: float) -> str:
-    text = "%.6g" % value  # FLOAT shows FLT_DIG (6) significant digits
+    text = f"{value:.6g}"  # FLOAT shows FLT_DIG (6) significant digits
     if "e" in text:
         raise ValueError(f"float {value!r} has no unambiguous MySQL spelling")
     return text
@@ -177,20 +179,6 @@ def sql_string(text: str) -> str:
     return "'" + escaped.replace("\r", "\\r").replace("\x1a", "\\Z") + "'"
 
 
-def sql_literal(ctype: ColumnTypeInfo, value: object) -> str:
-    """A value as a literal in statement text, typed for its column."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bytes):
-        return "X'" + value.hex() + "'" if value else "''"
-    if isinstance(value, dict | list) and ctype.base == "json":
-        return sql_string(json_text(value))
-    text = render_value(ctype, value)
-    if ctype.base in ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "bit", "year"):
-        return text  # type: ignore[return-value]
-    return sql_string(text)  # type: ignore[arg-type]
-
-
 # --------------------------------------------------------------------------------------------
 # The model
 
@@ -238,7 +226,9 @@ class TableState:
         for name, values in self._unique_values(row):
             owner = self.unique_index[name].get(values)
             if owner is not None and owner != pk:
-                raise OracleError(f"duplicate entry {values} for key {name} in {self.table.db}.{self.table.name}")
+                raise OracleError(
+                    f"duplicate entry {values} for key {name} in {self.table.db}.{self.table.name}"
+                )
             self.unique_index[name][values] = pk
 
     def _unindex(self, row: Sequence[object]) -> None:
@@ -289,7 +279,9 @@ class Oracle:
         self.databases.setdefault(db, None)
 
     def create_table(self, table: TableDef, *, temporary_thread: int | None = None) -> TableState:
-        key: TableKey | TempKey = (table.db, table.name) if temporary_thread is None else (temporary_thread, table.db, table.name)
+        key: TableKey | TempKey = (
+            (table.db, table.name) if temporary_thread is None else (temporary_thread, table.db, table.name)
+        )
         if key in self._tables:
             raise OracleError(f"table {table.db}.{table.name} already exists")
         if temporary_thread is None and table.db not in self.databases:
@@ -316,7 +308,9 @@ class Oracle:
         state.next_auto_increment = 1
         state._reindex()
 
-    def alter_table(self, key: TableKey, new_table: TableDef, row_map: Callable[[dict[str, object]], dict[str, object]]) -> TableState:
+    def alter_table(
+        self, key: TableKey, new_table: TableDef, row_map: Callable[[dict[str, object]], dict[str, object]]
+    ) -> TableState:
         """Reshape every row: row_map gets the row by column name and returns it by new name."""
         state = self._tables[key]
         old = state.table
@@ -369,7 +363,9 @@ class Oracle:
             counts[qualified] = len(state.rows)
             manifest_tables[qualified] = {
                 "file": relative,
-                "columns": [{"name": c.name, "type": c.type.sql, "nullable": c.nullable} for c in table.columns],
+                "columns": [
+                    {"name": c.name, "type": c.type.sql, "nullable": c.nullable} for c in table.columns
+                ],
                 "primary_key": list(table.primary_key),
                 "unique_keys": {name: list(cols) for name, cols in table.unique_keys},
                 "rows": len(state.rows),
@@ -380,7 +376,9 @@ class Oracle:
             "databases": sorted(self.databases),
             "tables": manifest_tables,
         }
-        (directory / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        (directory / "manifest.json").write_text(
+            json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        )
         return counts
 
 

@@ -223,8 +223,14 @@ class RelayLogWriter:
         self._file = path.open("wb")
         self._relay_pos = 0
         self._write(BINLOG_MAGIC)
-        self._replica_event(EventType.FORMAT_DESCRIPTION, EventFlag.RELAY_LOG, format_description_body(created, self.s.server_version))
-        self._replica_event(EventType.PREVIOUS_GTIDS, EventFlag.RELAY_LOG, previous_gtids_body(self._retrieved_gtids()))
+        self._replica_event(
+            EventType.FORMAT_DESCRIPTION,
+            EventFlag.RELAY_LOG,
+            format_description_body(created, self.s.server_version),
+        )
+        self._replica_event(
+            EventType.PREVIOUS_GTIDS, EventFlag.RELAY_LOG, previous_gtids_body(self._retrieved_gtids())
+        )
 
     def _rotate_relay(self, *, repeat_source_fde: bool) -> None:
         next_name = f"{self.s.relay_basename}.{len(self._relay_files) + 1:06d}"
@@ -237,7 +243,16 @@ class RelayLogWriter:
         if repeat_source_fde:
             # The source's format, so the new file can be read on its own; not in the source's log.
             body = format_description_body(0, self.s.server_version)
-            self._write(frame_event(EventType.FORMAT_DESCRIPTION, self._src_fde_time, self.s.source_server_id, 0, EventFlag.ARTIFICIAL, body))
+            self._write(
+                frame_event(
+                    EventType.FORMAT_DESCRIPTION,
+                    self._src_fde_time,
+                    self.s.source_server_id,
+                    0,
+                    EventFlag.ARTIFICIAL,
+                    body,
+                )
+            )
             self._events += 1
 
     # ----------------------------------------------------------------------------------------
@@ -264,10 +279,21 @@ class RelayLogWriter:
         artificial = rotate_body(4, name)
         self._rotate_relay(repeat_source_fde=False)
         # Artificial rotate: timestamp 0 and log_pos 0 tell it apart from a logged one.
-        self._write(frame_event(EventType.ROTATE, 0, self.s.source_server_id, 0, EventFlag.ARTIFICIAL, artificial))
+        self._write(
+            frame_event(EventType.ROTATE, 0, self.s.source_server_id, 0, EventFlag.ARTIFICIAL, artificial)
+        )
         self._events += 1
         fde = format_description_body(self._src_fde_created, self.s.server_version)
-        self._write(frame_event(EventType.FORMAT_DESCRIPTION, self._src_fde_time, self.s.source_server_id, 4 + FORMAT_DESCRIPTION_SIZE, 0, fde))
+        self._write(
+            frame_event(
+                EventType.FORMAT_DESCRIPTION,
+                self._src_fde_time,
+                self.s.source_server_id,
+                4 + FORMAT_DESCRIPTION_SIZE,
+                0,
+                fde,
+            )
+        )
         self._events += 1
         # The source's PREVIOUS_GTIDS arrives as a Rotate to the position after it.
         self._src_pos = self._src_prev_gtids_end

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import string
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -70,13 +71,21 @@ class SourceServer:
         self._table_ids: dict[TableKey | TempKey, int] = {}
         self._next_table_id = 88
         self._maps: dict[int, bytes] = {}
-        self._rows = {"insert": 0, "update": 0, "delete": 0}
+        self._rows: dict[str, dict[str, int]] = {}  # "db.table" -> kind -> row images
         self.transactions = 0
 
     @property
     def row_counts(self) -> RowCounts:
         """Row images logged so far, per kind (what mysqlbinlog -v prints as ### lines)."""
-        return RowCounts(**self._rows)
+        totals = {"insert": 0, "update": 0, "delete": 0}
+        for counts in self._rows.values():
+            for kind, n in counts.items():
+                totals[kind] += n
+        return RowCounts(**totals)
+
+    def row_counts_by_table(self) -> dict[str, dict[str, int]]:
+        """Row images per table, under the name the table had when they were logged."""
+        return {name: dict(counts) for name, counts in sorted(self._rows.items())}
 
     def tick(self, low: int = 150, high: int = 2500) -> int:
         self.now_us += self.rng.randint(low, high)
@@ -110,11 +119,15 @@ class SourceServer:
             body = self._maps[tid] = table_map_body(tid, table)
         return SourceEvent(EventType.TABLE_MAP, body, self.now_us // 1_000_000)
 
-    def _log(self, events: list[SourceEvent], start_us: int, writeset: list[int] | None, sbr: bool) -> LoggedTransaction:
+    def _log(
+        self, events: list[SourceEvent], start_us: int, writeset: list[int] | None, sbr: bool
+    ) -> LoggedTransaction:
         commit_us = max(self.now_us, start_us) + 20 + 6 * len(events) + self.rng.randint(0, 200)
         self.now_us = commit_us
         self.transactions += 1
-        return self.relay.write_transaction(events, writeset=writeset, may_have_sbr=sbr, commit_timestamp_us=commit_us)
+        return self.relay.write_transaction(
+            events, writeset=writeset, may_have_sbr=sbr, commit_timestamp_us=commit_us
+        )
 
     def ddl(
         self,
@@ -141,7 +154,9 @@ class SourceServer:
         body = query_body(thread_id=thread_id, db=db, query=sql, status=status)
         return self._log([SourceEvent(EventType.QUERY, body, start // 1_000_000)], start, None, True)
 
-    def standalone_query(self, sql: str, *, db: str, thread_id: int, apply: Callable[[], object]) -> LoggedTransaction:
+    def standalone_query(
+        self, sql: str, *, db: str, thread_id: int, apply: Callable[[], object]
+    ) -> LoggedTransaction:
         """A non-transactional statement that uses temporary tables: GTID + QUERY, no xid."""
         start = self.tick()
         apply()
@@ -156,8 +171,9 @@ class SourceServer:
     def statements(self, thread_id: int, db: str) -> StatementTransaction:
         return StatementTransaction(self, thread_id, db)
 
-    def count_rows(self, kind: str, n: int) -> None:
-        self._rows[kind] += n
+    def count_rows(self, table: TableDef, kind: str, n: int) -> None:
+        counts = self._rows.setdefault(f"{table.db}.{table.name}", {"insert": 0, "update": 0, "delete": 0})
+        counts[kind] += n
 
 
 class RowTransaction:
@@ -221,7 +237,7 @@ class RowTransaction:
                 for key_name, pos in keys:
                     ws.append(writeset_hash(db, name, key_name, tuple(before[i] for i in pos)))
                     ws.append(writeset_hash(db, name, key_name, tuple(after[i] for i in pos)))
-            self.server.count_rows("update", len(payload))
+            self.server.count_rows(table, "update", len(payload))
         else:
             for row in payload:
                 if kind == EventType.WRITE_ROWS:
@@ -231,7 +247,9 @@ class RowTransaction:
                 images.append(encode(row))
                 for key_name, pos in keys:
                     ws.append(writeset_hash(db, name, key_name, tuple(row[i] for i in pos)))
-            self.server.count_rows("insert" if kind == EventType.WRITE_ROWS else "delete", len(payload))
+            self.server.count_rows(
+                table, "insert" if kind == EventType.WRITE_ROWS else "delete", len(payload)
+            )
         return images
 
     def commit(self) -> LoggedTransaction | None:
@@ -241,7 +259,10 @@ class RowTransaction:
         dbs = self.first_dbs or ()
         ts = self.start_us // 1_000_000
         begin = query_body(
-            thread_id=self.thread_id, db=dbs[0] if dbs else "", query="BEGIN", status=QueryStatusVars(updated_db_names=dbs)
+            thread_id=self.thread_id,
+            db=dbs[0] if dbs else "",
+            query="BEGIN",
+            status=QueryStatusVars(updated_db_names=dbs),
         )
         events = [SourceEvent(EventType.QUERY, begin, ts, EventFlag.SUPPRESS_USE)]
         events += self.events
@@ -285,7 +306,9 @@ class StatementTransaction:
         apply(_EPOCH + timedelta(microseconds=start))
         # Context events come in the order the server writes them (binlog.cc).
         if last_insert_id is not None:
-            self.events.append(SourceEvent(EventType.INTVAR, intvar_body(INTVAR_LAST_INSERT_ID, last_insert_id), ts))
+            self.events.append(
+                SourceEvent(EventType.INTVAR, intvar_body(INTVAR_LAST_INSERT_ID, last_insert_id), ts)
+            )
         if insert_id is not None:
             self.events.append(SourceEvent(EventType.INTVAR, intvar_body(INTVAR_INSERT_ID, insert_id), ts))
         if rand_seeds is not None:
@@ -298,14 +321,21 @@ class StatementTransaction:
             microseconds=start % 1_000_000 if uses_now else None,
         )
         body = query_body(thread_id=self.thread_id, db=self.db, query=sql, status=status)
-        self.events.append(SourceEvent(EventType.QUERY, body, ts, EventFlag.THREAD_SPECIFIC if temporary else 0))
+        self.events.append(
+            SourceEvent(EventType.QUERY, body, ts, EventFlag.THREAD_SPECIFIC if temporary else 0)
+        )
 
     def commit(self) -> LoggedTransaction | None:
         if not self.events:
             return None
         server = self.server
         ts = self.start_us // 1_000_000
-        begin = query_body(thread_id=self.thread_id, db=self.db, query="BEGIN", status=QueryStatusVars(updated_db_names=(self.db,)))
+        begin = query_body(
+            thread_id=self.thread_id,
+            db=self.db,
+            query="BEGIN",
+            status=QueryStatusVars(updated_db_names=(self.db,)),
+        )
         events = [SourceEvent(EventType.QUERY, begin, ts, EventFlag.SUPPRESS_USE)]
         events += self.events
         events.append(SourceEvent(EventType.XID, xid_body(server.next_xid()), server.now_us // 1_000_000))
@@ -346,7 +376,11 @@ def create_table_sql(table: TableDef, *, temporary: bool = False) -> str:
     lines += [f"UNIQUE KEY `{n}` ({_cols(c)})" for n, c in table.unique_keys]
     lines += [f"KEY `{n}` ({_cols(c)})" for n, c in table.keys]
     head = "CREATE TEMPORARY TABLE" if temporary else "CREATE TABLE"
-    return f"{head} `{table.name}` (\n  " + ",\n  ".join(lines) + "\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"
+    return (
+        f"{head} `{table.name}` (\n  "
+        + ",\n  ".join(lines)
+        + "\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"
+    )
 
 
 def create_database(src: SourceServer, db: str, thread_id: int) -> None:
@@ -394,7 +428,7 @@ def _money(rng: random.Random, low: int, high: int) -> Decimal:
 # Workloads
 
 
-class Workload:
+class Workload(ABC):
     """One family of sessions. setup() creates its schema; step() logs a burst of transactions."""
 
     name = ""
@@ -405,11 +439,13 @@ class Workload:
         self.rng = rng
         self.target_bytes = target_bytes
 
+    @abstractmethod
     def setup(self, src: SourceServer) -> None:
-        raise NotImplementedError
+        """Create the workload's databases and tables (and rows they start with)."""
 
+    @abstractmethod
     def step(self, src: SourceServer) -> None:
-        raise NotImplementedError
+        """Log the next burst of transactions."""
 
 
 class Oltp(Workload):
@@ -458,7 +494,9 @@ class Oltp(Workload):
             # sysbench prepare: bulk inserts of up to 1000 rows per statement
             for start in range(1, self.table_size + 1, 1000):
                 txn = src.rows(10)
-                txn.insert(key, [self._row(pk) for pk in range(start, min(start + 1000, self.table_size + 1))])
+                txn.insert(
+                    key, [self._row(pk) for pk in range(start, min(start + 1000, self.table_size + 1))]
+                )
                 txn.commit()
             self.next_id[key] = self.table_size + 1
 
@@ -525,7 +563,11 @@ class Hot(Workload):
         kv = table_def(
             "hotdb",
             "kv",
-            [col("id", "int", nullable=False), col("name", "varchar(32)", nullable=False), col("val", "int", nullable=False)],
+            [
+                col("id", "int", nullable=False),
+                col("name", "varchar(32)", nullable=False),
+                col("val", "int", nullable=False),
+            ],
             ["id"],
             unique_keys=[("uk_name", ["name"])],
         )
@@ -621,7 +663,10 @@ class MultiDb(Workload):
         owners = ["Ana", "Bo", "Chen Wei", "Dário", "Émile", "Farah", "Göran", "Hiro", "Ines", "Jamal"]
         for db in self.BANKS:
             txn = src.rows(30)
-            rows = [(i, f"{self.rng.choice(owners)} #{i}", _money(self.rng, 100, 5000), None) for i in range(1, self.ACCOUNTS + 1)]
+            rows = [
+                (i, f"{self.rng.choice(owners)} #{i}", _money(self.rng, 100, 5000), None)
+                for i in range(1, self.ACCOUNTS + 1)
+            ]
             txn.insert((db, "accounts"), rows)
             txn.commit()
 
@@ -637,14 +682,19 @@ class MultiDb(Workload):
         total = Decimal("0.00")
         for db in dst_dbs:
             dst_row = src.oracle.state((db, "accounts")).rows[(rng.randint(1, self.ACCOUNTS),)]
-            changes.append((db, dst_row, (dst_row[0], dst_row[1], dst_row[2] + amount, now.replace(microsecond=0))))  # type: ignore[operator]
+            changes.append(
+                (db, dst_row, (dst_row[0], dst_row[1], dst_row[2] + amount, now.replace(microsecond=0)))
+            )  # type: ignore[operator]
             total += amount
         src_after = (src_row[0], src_row[1], src_row[2] - total, now.replace(microsecond=0))  # type: ignore[operator]
         if len(dst_dbs) == 1 and rng.random() < 0.3:
             # UPDATE bank_a.accounts a JOIN bank_b.accounts b ...: one statement, two table maps
             db, before, after = changes[0]
             txn.statement(
-                [((src_db, "accounts"), EventType.UPDATE_ROWS, [(src_row, src_after)]), ((db, "accounts"), EventType.UPDATE_ROWS, [(before, after)])]
+                [
+                    ((src_db, "accounts"), EventType.UPDATE_ROWS, [(src_row, src_after)]),
+                    ((db, "accounts"), EventType.UPDATE_ROWS, [(before, after)]),
+                ]
             )
         else:
             txn.update((src_db, "accounts"), [(src_row, src_after)])
@@ -682,7 +732,14 @@ class Ddl(Workload):
 
     # helpers over the current schema of a table
 
-    def _alter(self, src: SourceServer, key: TableKey, sql: str, new_table: TableDef, row_map: Callable[[dict[str, object]], dict[str, object]]) -> None:
+    def _alter(
+        self,
+        src: SourceServer,
+        key: TableKey,
+        sql: str,
+        new_table: TableDef,
+        row_map: Callable[[dict[str, object]], dict[str, object]],
+    ) -> None:
         def apply() -> None:
             src.oracle.alter_table(key, new_table, row_map)
             src.forget_table(key)
@@ -703,7 +760,13 @@ class Ddl(Workload):
         txn.insert(key, rows)
         txn.commit()
 
-    def _update_some(self, src: SourceServer, key: TableKey, change: Callable[[dict[str, object]], dict[str, object]], fraction: float = 0.4) -> None:
+    def _update_some(
+        self,
+        src: SourceServer,
+        key: TableKey,
+        change: Callable[[dict[str, object]], dict[str, object]],
+        fraction: float = 0.4,
+    ) -> None:
         state = src.oracle.state(key)
         names = [c.name for c in state.table.columns]
         pairs = []
@@ -739,7 +802,11 @@ class Ddl(Workload):
         create_table(src, base, self.THREAD)
         yield
         seq = iter(range(1, 1_000_000))
-        self._insert(src, key, [{"name": f"item-{r}-{next(seq)}", "qty": rng.randint(0, 50)} for _ in range(rng.randint(5, 12))])
+        self._insert(
+            src,
+            key,
+            [{"name": f"item-{r}-{next(seq)}", "qty": rng.randint(0, 50)} for _ in range(rng.randint(5, 12))],
+        )
         yield
 
         def cols() -> list[ColumnDef]:
@@ -747,13 +814,26 @@ class Ddl(Workload):
 
         def with_columns(columns: list[ColumnDef], **kw: object) -> TableDef:
             t = src.oracle.state(key).table
-            return table_def(db, t.name, columns, kw.get("pk", t.primary_key), kw.get("uniques", t.unique_keys), kw.get("keys", t.keys))  # type: ignore[arg-type]
+            return table_def(
+                db,
+                t.name,
+                columns,
+                kw.get("pk", t.primary_key),
+                kw.get("uniques", t.unique_keys),
+                kw.get("keys", t.keys),
+            )  # type: ignore[arg-type]
 
         # ADD COLUMN ... AFTER
         c = cols()
         price = col("price", "decimal(10,2)", nullable=True, default_sql="NULL")
         c.insert(2, price)
-        self._alter(src, key, f"ALTER TABLE `{key[1]}` ADD COLUMN {price.ddl()} AFTER `name`", with_columns(c), lambda r_: {**r_, "price": None})
+        self._alter(
+            src,
+            key,
+            f"ALTER TABLE `{key[1]}` ADD COLUMN {price.ddl()} AFTER `name`",
+            with_columns(c),
+            lambda r_: {**r_, "price": None},
+        )
         yield
         self._update_some(src, key, lambda r_: {**r_, "price": _money(rng, 1, 999)})
         self._insert(src, key, [{"name": f"item-{r}-{next(seq)}", "qty": 1, "price": Decimal("9.99")}])
@@ -761,15 +841,30 @@ class Ddl(Workload):
         # ADD COLUMN ... FIRST with a default existing rows take
         c = cols()
         code = col("code", "char(8)", nullable=False, default_sql="'none'")
-        self._alter(src, key, f"ALTER TABLE `{key[1]}` ADD COLUMN {code.ddl()} FIRST", with_columns([code, *c]), lambda r_: {**r_, "code": "none"})
+        self._alter(
+            src,
+            key,
+            f"ALTER TABLE `{key[1]}` ADD COLUMN {code.ddl()} FIRST",
+            with_columns([code, *c]),
+            lambda r_: {**r_, "code": "none"},
+        )
         yield
-        self._insert(src, key, [{"code": f"C{r}-{i}", "name": f"item-{r}-{next(seq)}", "qty": 2, "price": None} for i in range(3)])
+        self._insert(
+            src,
+            key,
+            [
+                {"code": f"C{r}-{i}", "name": f"item-{r}-{next(seq)}", "qty": 2, "price": None}
+                for i in range(3)
+            ],
+        )
         yield
         # MODIFY COLUMN: a widening type change
         c = cols()
         i = [x.name for x in c].index("qty")
         c[i] = col("qty", "bigint", nullable=False, default_sql="'0'")
-        self._alter(src, key, f"ALTER TABLE `{key[1]}` MODIFY COLUMN {c[i].ddl()}", with_columns(c), lambda r_: r_)
+        self._alter(
+            src, key, f"ALTER TABLE `{key[1]}` MODIFY COLUMN {c[i].ddl()}", with_columns(c), lambda r_: r_
+        )
         yield
         self._update_some(src, key, lambda r_: {**r_, "qty": r_["qty"] + 5_000_000_000})  # type: ignore[operator]
         yield
@@ -778,23 +873,45 @@ class Ddl(Workload):
         i = [x.name for x in c].index("name")
         c[i] = col("title", "varchar(64)", nullable=False)
         self._alter(
-            src, key, f"ALTER TABLE `{key[1]}` CHANGE COLUMN `name` {c[i].ddl()}", with_columns(c), lambda r_: {**{k: v for k, v in r_.items() if k != "name"}, "title": r_["name"]}
+            src,
+            key,
+            f"ALTER TABLE `{key[1]}` CHANGE COLUMN `name` {c[i].ddl()}",
+            with_columns(c),
+            lambda r_: {**{k: v for k, v in r_.items() if k != "name"}, "title": r_["name"]},
         )
         yield
         # RENAME COLUMN
         c = cols()
         i = [x.name for x in c].index("code")
         c[i] = col("sku", "char(8)", nullable=False, default_sql="'none'")
-        self._alter(src, key, f"ALTER TABLE `{key[1]}` RENAME COLUMN `code` TO `sku`", with_columns(c), lambda r_: {**{k: v for k, v in r_.items() if k != "code"}, "sku": r_["code"]})
+        self._alter(
+            src,
+            key,
+            f"ALTER TABLE `{key[1]}` RENAME COLUMN `code` TO `sku`",
+            with_columns(c),
+            lambda r_: {**{k: v for k, v in r_.items() if k != "code"}, "sku": r_["code"]},
+        )
         yield
-        self._insert(src, key, [{"sku": "new", "title": f"item-{r}-{next(seq)}", "qty": 7, "price": Decimal("-1.50")}])
+        self._insert(
+            src, key, [{"sku": "new", "title": f"item-{r}-{next(seq)}", "qty": 7, "price": Decimal("-1.50")}]
+        )
         yield
         # CREATE INDEX / CREATE UNIQUE INDEX (titles are unique): the unique key joins writesets
         t = src.oracle.state(key).table
-        self._alter(src, key, f"CREATE INDEX `idx_qty` ON `{key[1]}` (`qty`)", with_columns(list(t.columns), keys=(("idx_qty", ("qty",)),)), lambda r_: r_)
+        self._alter(
+            src,
+            key,
+            f"CREATE INDEX `idx_qty` ON `{key[1]}` (`qty`)",
+            with_columns(list(t.columns), keys=(("idx_qty", ("qty",)),)),
+            lambda r_: r_,
+        )
         t = src.oracle.state(key).table
         self._alter(
-            src, key, f"CREATE UNIQUE INDEX `uk_title` ON `{key[1]}` (`title`)", with_columns(list(t.columns), uniques=(("uk_title", ("title",)),)), lambda r_: r_
+            src,
+            key,
+            f"CREATE UNIQUE INDEX `uk_title` ON `{key[1]}` (`title`)",
+            with_columns(list(t.columns), uniques=(("uk_title", ("title",)),)),
+            lambda r_: r_,
         )
         yield
         self._update_some(src, key, lambda r_: {**r_, "title": str(r_["title"]) + "*"}, 0.5)
@@ -802,16 +919,34 @@ class Ddl(Workload):
         yield
         # DROP COLUMN / DROP INDEX
         c = [x for x in cols() if x.name != "price"]
-        self._alter(src, key, f"ALTER TABLE `{key[1]}` DROP COLUMN `price`", with_columns(c), lambda r_: {k: v for k, v in r_.items() if k != "price"})
+        self._alter(
+            src,
+            key,
+            f"ALTER TABLE `{key[1]}` DROP COLUMN `price`",
+            with_columns(c),
+            lambda r_: {k: v for k, v in r_.items() if k != "price"},
+        )
         t = src.oracle.state(key).table
-        self._alter(src, key, f"DROP INDEX `idx_qty` ON `{key[1]}`", with_columns(list(t.columns), keys=()), lambda r_: r_)
+        self._alter(
+            src,
+            key,
+            f"DROP INDEX `idx_qty` ON `{key[1]}`",
+            with_columns(list(t.columns), keys=()),
+            lambda r_: r_,
+        )
         yield
         # ADD with AFTER on a later column, then rows that fill it
         c = cols()
         note = col("note", "varchar(40)", nullable=True, default_sql="NULL")
         c.insert([x.name for x in c].index("title") + 1, note)
-        self._alter(src, key, f"ALTER TABLE `{key[1]}` ADD COLUMN {note.ddl()} AFTER `title`", with_columns(c), lambda r_: {**r_, "note": None})
-        self._update_some(src, key, lambda r_: {**r_, "note": "naïve, \"quoted\""}, 0.3)
+        self._alter(
+            src,
+            key,
+            f"ALTER TABLE `{key[1]}` ADD COLUMN {note.ddl()} AFTER `title`",
+            with_columns(c),
+            lambda r_: {**r_, "note": None},
+        )
+        self._update_some(src, key, lambda r_: {**r_, "note": 'naïve, "quoted"'}, 0.3)
         yield
         # RENAME TABLE, then keep writing under the new name
         new_key = (db, f"items_{r}_old")
@@ -827,7 +962,12 @@ class Ddl(Workload):
         self._delete_some(src, key, 1)
         yield
         # TRUNCATE and DROP on scratch tables
-        scratch = table_def(db, f"scratch_{r}", [col("id", "int", nullable=False), col("v", "varchar(10)", nullable=True, default_sql="NULL")], ["id"])
+        scratch = table_def(
+            db,
+            f"scratch_{r}",
+            [col("id", "int", nullable=False), col("v", "varchar(10)", nullable=True, default_sql="NULL")],
+            ["id"],
+        )
         skey = (db, scratch.name)
         create_table(src, scratch, self.THREAD)
         self._insert(src, skey, [{"id": i, "v": f"v{i}"} for i in range(1, 6)])
@@ -840,7 +980,9 @@ class Ddl(Workload):
         src.ddl(f"TRUNCATE TABLE `{scratch.name}`", db=db, thread_id=self.THREAD, apply=truncate)
         self._insert(src, skey, [{"id": 1, "v": "after"}])
         yield
-        dropme = table_def(db, f"dropme_{r}", [col("id", "int", nullable=False), col("v", "int", nullable=False)], ["id"])
+        dropme = table_def(
+            db, f"dropme_{r}", [col("id", "int", nullable=False), col("v", "int", nullable=False)], ["id"]
+        )
         dkey = (db, dropme.name)
         create_table(src, dropme, self.THREAD)
         self._insert(src, dkey, [{"id": i, "v": i} for i in range(1, 4)])
@@ -849,7 +991,9 @@ class Ddl(Workload):
             src.oracle.drop_table(dkey)
             src.forget_table(dkey)
 
-        src.ddl(f"DROP TABLE `{dropme.name}` /* generated by server */", db=db, thread_id=self.THREAD, apply=drop)
+        src.ddl(
+            f"DROP TABLE `{dropme.name}` /* generated by server */", db=db, thread_id=self.THREAD, apply=drop
+        )
         yield
 
 
@@ -866,8 +1010,14 @@ class Large(Workload):
         super().__init__(rng, target_bytes)
         self.next_id = 1
         self.batch = 0
+        # thousands of rows per transaction, fewer when blended into a small mixed run
+        self.batch_rows = max(1000, min(2000, target_bytes // 400))
         self.batches: list[tuple[int, int, int]] = []  # (batch, first id, last id)
-        self.payloads = _pool(rng, 256, lambda r: "".join(r.choices(string.ascii_letters + string.digits + " ", k=r.randint(20, 120))))
+        self.payloads = _pool(
+            rng,
+            256,
+            lambda r: "".join(r.choices(string.ascii_letters + string.digits + " ", k=r.randint(20, 120))),
+        )
 
     def setup(self, src: SourceServer) -> None:
         create_database(src, "bulk", self.THREAD)
@@ -893,11 +1043,13 @@ class Large(Workload):
         rng = self.rng
         state = src.oracle.state(self.KEY)
         self.batch += 1
-        n = rng.randint(2000, 4000)
+        n = rng.randint(self.batch_rows, 2 * self.batch_rows)
         first = self.next_id
         self.next_id += n
         now = src.now()
-        rows = [(first + i, self.batch, rng.choice(self.payloads), _money(rng, -500, 500), now) for i in range(n)]
+        rows = [
+            (first + i, self.batch, rng.choice(self.payloads), _money(rng, -500, 500), now) for i in range(n)
+        ]
         txn = src.rows(self.THREAD)
         half = n // 2  # two INSERT statements in one transaction
         txn.insert(self.KEY, rows[:half])
@@ -932,6 +1084,7 @@ class Types(Workload):
     """One table per type family with edge values: every row encoder and renderer is exercised."""
 
     name = "types"
+    default_size_mb = 0.5
     THREAD = 60
     DB = "typesdb"
 
@@ -944,21 +1097,51 @@ class Types(Workload):
         max_d65 = Decimal("9" * 35 + "." + "9" * 30)
         big_text = "漢字テスト😀 " * 6000  # > 64 KB: needs MEDIUMTEXT
         big_blob = bytes(range(256)) * 300
-        json_big = [{"i": i, "s": f"entry {i}", "ok": i % 2 == 0} for i in range(2500)]  # > 64 KB: large format
+        json_big = [
+            {"i": i, "s": f"entry {i}", "ok": i % 2 == 0} for i in range(2500)
+        ]  # > 64 KB: large format
         return [
             (
                 table_def(
                     db,
                     "t_int",
                     [col("id", "int", nullable=False)]
-                    + [col(n, t) for n, t in [("ti", "tinyint"), ("tiu", "tinyint unsigned"), ("si", "smallint"), ("siu", "smallint unsigned")]]
-                    + [col(n, t) for n, t in [("mi", "mediumint"), ("miu", "mediumint unsigned"), ("i", "int"), ("iu", "int unsigned")]]
+                    + [
+                        col(n, t)
+                        for n, t in [
+                            ("ti", "tinyint"),
+                            ("tiu", "tinyint unsigned"),
+                            ("si", "smallint"),
+                            ("siu", "smallint unsigned"),
+                        ]
+                    ]
+                    + [
+                        col(n, t)
+                        for n, t in [
+                            ("mi", "mediumint"),
+                            ("miu", "mediumint unsigned"),
+                            ("i", "int"),
+                            ("iu", "int unsigned"),
+                        ]
+                    ]
                     + [col("bi", "bigint"), col("biu", "bigint unsigned")],
                     ["id"],
                 ),
                 [
                     (1, -128, 0, -32768, 0, -8388608, 0, -2147483648, 0, -(2**63), 0),
-                    (2, 127, 255, 32767, 65535, 8388607, 16777215, 2147483647, 4294967295, 2**63 - 1, 2**64 - 1),
+                    (
+                        2,
+                        127,
+                        255,
+                        32767,
+                        65535,
+                        8388607,
+                        16777215,
+                        2147483647,
+                        4294967295,
+                        2**63 - 1,
+                        2**64 - 1,
+                    ),
                     (3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
                     (4, None, None, None, None, None, None, None, None, None, None),
                     (5, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1),
@@ -979,17 +1162,64 @@ class Types(Workload):
                     ["id"],
                 ),
                 [
-                    (1, max_d65, Decimal("99999999.99"), Decimal("99999"), Decimal("999999999.999999999"), Decimal("0.9999")),
-                    (2, max_d65.copy_negate(), Decimal("-99999999.99"), Decimal("-99999"), Decimal("0"), Decimal("-0.9999")),
-                    (3, Decimal("0"), Decimal("12.30"), Decimal("0"), Decimal("1.000000000"), Decimal("0.0000")),
-                    (4, Decimal("-0.000000000000000000000000000001"), Decimal("-0.01"), Decimal("-1"), Decimal("0.000000001"), Decimal("-0.0001")),
-                    (5, Decimal("123456789012345678901234567890.5"), Decimal("1.00"), Decimal("100"), None, None),
+                    (
+                        1,
+                        max_d65,
+                        Decimal("99999999.99"),
+                        Decimal("99999"),
+                        Decimal("999999999.999999999"),
+                        Decimal("0.9999"),
+                    ),
+                    (
+                        2,
+                        max_d65.copy_negate(),
+                        Decimal("-99999999.99"),
+                        Decimal("-99999"),
+                        Decimal("0"),
+                        Decimal("-0.9999"),
+                    ),
+                    (
+                        3,
+                        Decimal("0"),
+                        Decimal("12.30"),
+                        Decimal("0"),
+                        Decimal("1.000000000"),
+                        Decimal("0.0000"),
+                    ),
+                    (
+                        4,
+                        Decimal("-0.000000000000000000000000000001"),
+                        Decimal("-0.01"),
+                        Decimal("-1"),
+                        Decimal("0.000000001"),
+                        Decimal("-0.0001"),
+                    ),
+                    (
+                        5,
+                        Decimal("123456789012345678901234567890.5"),
+                        Decimal("1.00"),
+                        Decimal("100"),
+                        None,
+                        None,
+                    ),
                     (6, None, None, None, None, None),
                 ],
             ),
             (
-                table_def(db, "t_float", [col("id", "int", nullable=False), col("f", "float"), col("d", "double")], ["id"]),
-                [(1, 1.5, -1234.5), (2, -0.25, 0.001953125), (3, 3.75, 123456789.125), (4, 0.0, 0.0), (5, 100.5, -2.5), (6, None, None)],
+                table_def(
+                    db,
+                    "t_float",
+                    [col("id", "int", nullable=False), col("f", "float"), col("d", "double")],
+                    ["id"],
+                ),
+                [
+                    (1, 1.5, -1234.5),
+                    (2, -0.25, 0.001953125),
+                    (3, 3.75, 123456789.125),
+                    (4, 0.0, 0.0),
+                    (5, 100.5, -2.5),
+                    (6, None, None),
+                ],
             ),
             (
                 table_def(
@@ -1009,10 +1239,50 @@ class Types(Workload):
                     ["id"],
                 ),
                 [
-                    (1, date(1000, 1, 1), datetime(1000, 1, 1), datetime(1000, 1, 1, 0, 0, 0, 0), datetime(1970, 1, 1, 0, 0, 1), _t(838, 59, 59, negative=True), _t(0, 0, 0, 10000, True), _t(838, 59, 59, negative=True), 1901),
-                    (2, date(9999, 12, 31), datetime(9999, 12, 31, 23, 59, 59), datetime(9999, 12, 31, 23, 59, 59, 999999), datetime(2038, 1, 19, 3, 14, 7, 999000), _t(838, 59, 59), _t(100, 0, 0, 990000), _t(838, 59, 59), 2155),
-                    (3, date(2020, 2, 29), datetime(2020, 2, 29, 12, 34, 56), datetime(2020, 2, 29, 12, 34, 56, 1), datetime(2000, 1, 1, 0, 0, 0, 500000), _t(0, 0, 0), _t(12, 30, 45, 500000, True), _t(0, 0, 1, 1, True), 0),
-                    (4, date(1999, 12, 31), datetime(1999, 12, 31, 23, 59, 59), datetime(2001, 9, 9, 1, 46, 40, 123456), datetime(2024, 6, 30, 12, 0, 0, 123000), _t(25, 0, 0), _t(0, 0, 1, 500000, True), _t(24, 0, 0, 500000), 2024),
+                    (
+                        1,
+                        date(1000, 1, 1),
+                        datetime(1000, 1, 1),
+                        datetime(1000, 1, 1, 0, 0, 0, 0),
+                        datetime(1970, 1, 1, 0, 0, 1),
+                        _t(838, 59, 59, negative=True),
+                        _t(0, 0, 0, 10000, True),
+                        _t(838, 59, 59, negative=True),
+                        1901,
+                    ),
+                    (
+                        2,
+                        date(9999, 12, 31),
+                        datetime(9999, 12, 31, 23, 59, 59),
+                        datetime(9999, 12, 31, 23, 59, 59, 999999),
+                        datetime(2038, 1, 19, 3, 14, 7, 999000),
+                        _t(838, 59, 59),
+                        _t(100, 0, 0, 990000),
+                        _t(838, 59, 59),
+                        2155,
+                    ),
+                    (
+                        3,
+                        date(2020, 2, 29),
+                        datetime(2020, 2, 29, 12, 34, 56),
+                        datetime(2020, 2, 29, 12, 34, 56, 1),
+                        datetime(2000, 1, 1, 0, 0, 0, 500000),
+                        _t(0, 0, 0),
+                        _t(12, 30, 45, 500000, True),
+                        _t(0, 0, 1, 1, True),
+                        0,
+                    ),
+                    (
+                        4,
+                        date(1999, 12, 31),
+                        datetime(1999, 12, 31, 23, 59, 59),
+                        datetime(2001, 9, 9, 1, 46, 40, 123456),
+                        datetime(2024, 6, 30, 12, 0, 0, 123000),
+                        _t(25, 0, 0),
+                        _t(0, 0, 1, 500000, True),
+                        _t(24, 0, 0, 500000),
+                        2024,
+                    ),
                     (5, None, None, None, None, None, None, None, None),
                 ],
             ),
@@ -1035,10 +1305,40 @@ class Types(Workload):
                 ),
                 [
                     (1, "", "", "", "", "", "", "", ""),
-                    (2, "漢字漢字漢字漢字漢字", "😀" * 64, "😀🎉 emoji", "🎉" * 255, "ü" * 127, 'He said "hi", ok', big_text, "line1\nline2\r\nend"),
-                    (3, "a", "tab\there", "C:\\path\\x", "comma, \"quote\"", "naïve café", "x" * 5000, "short", "0x00 \x00 nul"),
+                    (
+                        2,
+                        "漢字漢字漢字漢字漢字",
+                        "😀" * 64,
+                        "😀🎉 emoji",
+                        "🎉" * 255,
+                        "ü" * 127,
+                        'He said "hi", ok',
+                        big_text,
+                        "line1\nline2\r\nend",
+                    ),
+                    (
+                        3,
+                        "a",
+                        "tab\there",
+                        "C:\\path\\x",
+                        'comma, "quote"',
+                        "naïve café",
+                        "x" * 5000,
+                        "short",
+                        "0x00 \x00 nul",
+                    ),
                     (4, None, None, None, None, None, None, None, None),
-                    (5, "trail", "spaces?  no", "trailing  ", " lead", "\\N literal", "NULL", "'single'", "ok"),
+                    (
+                        5,
+                        "trail",
+                        "spaces?  no",
+                        "trailing  ",
+                        " lead",
+                        "\\N literal",
+                        "NULL",
+                        "'single'",
+                        "ok",
+                    ),
                 ],
             ),
             (
@@ -1066,10 +1366,13 @@ class Types(Workload):
                 table_def(db, "t_json", [col("id", "int", nullable=False), col("doc", "json")], ["id"]),
                 [
                     (1, {"a": 1}),
-                    (2, {"bb": [1, 2.5, "x"], "a": None, "ccc": {"t": True, "f": False}, "émoji😀": "日本語"}),
+                    (
+                        2,
+                        {"bb": [1, 2.5, "x"], "a": None, "ccc": {"t": True, "f": False}, "émoji😀": "日本語"},
+                    ),
                     (3, []),
                     (4, {}),
-                    (5, "just a string, with \"quotes\"\nand a newline"),
+                    (5, 'just a string, with "quotes"\nand a newline'),
                     (6, 42),
                     (7, [70000, -70000, 5000000000, -1.25, "s", [], {}]),
                     (8, None),
@@ -1088,16 +1391,33 @@ class Types(Workload):
                     ],
                     ["id"],
                 ),
-                [(1, "small", ""), (2, "x-large", "red,blue"), (3, "medium", "red,green,blue,it's"), (4, None, None), (5, "large", "it's")],
+                [
+                    (1, "small", ""),
+                    (2, "x-large", "red,blue"),
+                    (3, "medium", "red,green,blue,it's"),
+                    (4, None, None),
+                    (5, "large", "it's"),
+                ],
             ),
             (
                 table_def(
                     db,
                     "t_bit",
-                    [col("id", "int", nullable=False), col("b1", "bit(1)"), col("b8", "bit(8)"), col("b13", "bit(13)"), col("b64", "bit(64)")],
+                    [
+                        col("id", "int", nullable=False),
+                        col("b1", "bit(1)"),
+                        col("b8", "bit(8)"),
+                        col("b13", "bit(13)"),
+                        col("b64", "bit(64)"),
+                    ],
                     ["id"],
                 ),
-                [(1, 0, 0, 0, 0), (2, 1, 255, 8191, 2**64 - 1), (3, 1, 170, 4096, 2**63), (4, None, None, None, None)],
+                [
+                    (1, 0, 0, 0, 0),
+                    (2, 1, 255, 8191, 2**64 - 1),
+                    (3, 1, 170, 4096, 2**63),
+                    (4, None, None, None, None),
+                ],
             ),
         ]
 
@@ -1144,7 +1464,11 @@ def random_value(column: ColumnDef, rng: random.Random) -> object:
     base = t.base
     if base in ("tinyint", "smallint", "mediumint", "int", "bigint"):
         bits = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}[base]
-        return rng.randint(0, 2**bits - 1) if t.unsigned else rng.randint(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        return (
+            rng.randint(0, 2**bits - 1)
+            if t.unsigned
+            else rng.randint(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        )
     if base == "decimal":
         value = Decimal(f"{rng.randint(0, 10**t.precision - 1)}E-{t.scale}")  # exact, any precision
         return value if t.unsigned or rng.random() < 0.5 else value.copy_negate()
@@ -1171,7 +1495,11 @@ def random_value(column: ColumnDef, rng: random.Random) -> object:
         limit = t.length if base == "varbinary" else 64
         return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, limit)))
     if base == "json":
-        return {"n": rng.randint(-1000, 1000), "tags": [rng.choice(["a", "b", "ç"]) for _ in range(rng.randint(0, 3))], "ok": rng.random() < 0.5}
+        return {
+            "n": rng.randint(-1000, 1000),
+            "tags": [rng.choice(["a", "b", "ç"]) for _ in range(rng.randint(0, 3))],
+            "ok": rng.random() < 0.5,
+        }
     if base == "enum":
         return rng.choice(t.elements)
     if base == "set":
@@ -1280,7 +1608,9 @@ class Statement(Workload):
                 hi = min(lo + rng.randint(0, 6), ids[-1])
                 seeds = (rng.randrange(MysqlRand.MAX_VALUE), rng.randrange(MysqlRand.MAX_VALUE))
 
-                def rand_update(_: datetime, lo: int = lo, hi: int = hi, seeds: tuple[int, int] = seeds) -> None:
+                def rand_update(
+                    _: datetime, lo: int = lo, hi: int = hi, seeds: tuple[int, int] = seeds
+                ) -> None:
                     gen = MysqlRand(*seeds)
                     for pk in range(lo, hi + 1):  # InnoDB walks the primary key in order
                         row = log.rows.get((pk,))
@@ -1288,7 +1618,11 @@ class Statement(Workload):
                             r = int(gen.next() * 1000)
                             log.update(row, (row[0], row[1], row[2], r, row[4]))
 
-                txn.query(f"UPDATE stmt_log SET r = FLOOR(RAND()*1000) WHERE id BETWEEN {lo} AND {hi}", apply=rand_update, rand_seeds=seeds)
+                txn.query(
+                    f"UPDATE stmt_log SET r = FLOOR(RAND()*1000) WHERE id BETWEEN {lo} AND {hi}",
+                    apply=rand_update,
+                    rand_seeds=seeds,
+                )
             elif kind == 3:
                 note = rng.choice(["héllo 😀", "it's", "back\\slash", "名前"])
                 pk = log.next_auto_increment
@@ -1304,7 +1638,9 @@ class Statement(Workload):
                 cpk = child.next_auto_increment
                 txn.query(
                     f"INSERT INTO stmt_child (parent_id, amount) VALUES ({parent_id}, @amt)",
-                    apply=lambda _, cpk=cpk, parent_id=parent_id, amt=amt: child.insert((cpk, parent_id, amt)),
+                    apply=lambda _, cpk=cpk, parent_id=parent_id, amt=amt: child.insert(
+                        (cpk, parent_id, amt)
+                    ),
                     user_vars=[UserVar("amt", amt)],
                     insert_id=cpk,
                 )
@@ -1313,7 +1649,11 @@ class Statement(Workload):
                 values = [(rng.randint(0, 9), f"multi-{i}", None, None) for i in range(n)]
                 pk = log.next_auto_increment
                 text = ", ".join(f"({k}, {sql_string(note)})" for k, note, _, _ in values)
-                txn.query(f"INSERT INTO stmt_log (k, note) VALUES {text}", apply=lambda _, values=values: self._insert_log(values)(log), insert_id=pk)
+                txn.query(
+                    f"INSERT INTO stmt_log (k, note) VALUES {text}",
+                    apply=lambda _, values=values: self._insert_log(values)(log),
+                    insert_id=pk,
+                )
             elif kind == 6:
                 target = rng.randint(0, 9)
 
@@ -1329,7 +1669,9 @@ class Statement(Workload):
                     for row in [r for r in child.rows.values() if r[1] == parent_id]:
                         child.update(row, (row[0], row[1], row[2] + Decimal("1.25")))  # type: ignore[operator]
 
-                txn.query(f"UPDATE stmt_child SET amount = amount + 1.25 WHERE parent_id = {parent_id}", apply=bump)
+                txn.query(
+                    f"UPDATE stmt_child SET amount = amount + 1.25 WHERE parent_id = {parent_id}", apply=bump
+                )
             else:
                 pk = log.next_auto_increment
                 if rng.random() < 0.5:
@@ -1391,9 +1733,19 @@ class Temporary(Workload):
     def _session(self, src: SourceServer, thread: int) -> Iterator[None]:
         rng = self.rng
         db = self.DB
-        stage = table_def(db, "tmp_stage", [col("id", "int", nullable=False), col("amount", "decimal(10,2)", nullable=False)], ["id"])
+        stage = table_def(
+            db,
+            "tmp_stage",
+            [col("id", "int", nullable=False), col("amount", "decimal(10,2)", nullable=False)],
+            ["id"],
+        )
         tkey: TempKey = (thread, db, "tmp_stage")
-        src.standalone_query(create_table_sql(stage, temporary=True), db=db, thread_id=thread, apply=lambda: src.oracle.create_table(stage, temporary_thread=thread))
+        src.standalone_query(
+            create_table_sql(stage, temporary=True),
+            db=db,
+            thread_id=thread,
+            apply=lambda: src.oracle.create_table(stage, temporary_thread=thread),
+        )
         yield
         next_id = 1
         for _ in range(rng.randint(1, 3)):

@@ -9,6 +9,7 @@ from .base import HEADER, BinlogEvent, DecodeContext, EventHeader
 from .control import (
     FormatDescription,
     Heartbeat,
+    IgnoredEvent,
     Incident,
     LoadBlock,
     Opaque,
@@ -119,6 +120,7 @@ __all__ = [
     "Gtid",
     "GtidList",
     "Heartbeat",
+    "IgnoredEvent",
     "Incident",
     "Intvar",
     "LoadBlock",

@@ -190,6 +190,14 @@ def decode_opaque(header: EventHeader, body: bytes, ctx: DecodeContext) -> Opaqu
 
 
 @dataclass(frozen=True, slots=True)
+class IgnoredEvent(Opaque):
+    """An event of a type this decoder does not know, flagged IGNORABLE by its writer: listed, not applied."""
+
+    def info(self) -> str:
+        return f"Ignorable event type {self.header.type_code} ({len(self.payload)} bytes)"
+
+
+@dataclass(frozen=True, slots=True)
 class LoadBlock(BinlogEvent):
     """LOAD DATA support events (Begin_load_query, Append_block, Delete_file…): a file id and data."""
 
