@@ -126,6 +126,113 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _channel_spec(text: str):  # type: ignore[no-untyped-def]
+    from engine.replay import ChannelSpec
+
+    name, sep, index = text.partition("=")
+    if not sep:
+        # a bare index file is the default channel ''
+        name, index = "", text
+    return ChannelSpec(name, Path(index))
+
+
+def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from engine.applier.single import Until, gtid_set_text
+
+    if args.until_gtid and args.until_pos:
+        raise RelaydeckError("give --until-gtid or --until-pos, not both")
+    if args.until_gtid:
+        try:
+            return Until(after_gtids=gtid_set_text(args.until_gtid))
+        except ValueError as exc:
+            raise RelaydeckError(f"--until-gtid: {exc}") from None
+    if args.until_pos:
+        file, sep, pos = args.until_pos.rpartition(":")
+        if not sep or not pos.isdigit():
+            raise RelaydeckError("--until-pos takes FILE:POS")
+        return Until(log_file=Path(file).name, log_pos=int(pos))
+    return None
+
+
+def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
+    """Apply every channel's relay logs to the slave, then exit."""
+    from engine.replay import Replay
+
+    if args.workers:
+        raise RelaydeckError("--workers > 0 needs the multi-threaded applier, which this build does not have yet")
+    specs = [_channel_spec(c) for c in args.channel]
+    show_bar = out is sys.stdout and sys.stdout.isatty()
+    bar = _ProgressBar(specs) if show_bar else None
+    replay = Replay(args.slave, args.repository, specs, until=_until(args), on_tick=bar.update if bar else None)
+    try:
+        outcomes = replay.run()
+    finally:
+        if bar is not None:
+            bar.close()
+    failed = False
+    for outcome in outcomes:
+        label = f"'{outcome.name}'"
+        if outcome.error is not None:
+            failed = True
+            sys.stderr.write(f"relaydeck: {outcome.error.one_line()}\n")
+        elif outcome.stats is not None:
+            s = outcome.stats
+            elapsed = max(1e-9, __import__("time").monotonic() - s.started)
+            out.write(
+                f"channel {label}: {s.transactions} transactions applied ({s.skipped} already applied), "
+                f"{s.row_changes} row changes, {s.bytes / 1e6:.1f} MB in {elapsed:.2f} s "
+                f"({s.transactions / elapsed:.0f} trx/s); stopped by {s.stopped_by}\n"
+            )
+    return 1 if failed else 0
+
+
+class _ProgressBar:
+    """Rich progress on a terminal: bytes and transactions per channel, trx/s, ETA."""
+
+    def __init__(self, specs) -> None:  # type: ignore[no-untyped-def]
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+            TextColumn("{task.fields[trx]} trx  {task.fields[rate]} trx/s"), TimeRemainingColumn(),
+        )
+        self.tasks = {s.name: self.progress.add_task(f"channel '{s.name}'", total=None, trx=0, rate=0) for s in specs}
+        self.progress.start()
+
+    def update(self, live) -> None:  # type: ignore[no-untyped-def]
+        import time
+
+        for name, state in live.items():
+            elapsed = max(1e-6, time.monotonic() - state.started)
+            self.progress.update(
+                self.tasks[name], total=state.total_bytes, completed=state.bytes_done, trx=state.transactions,
+                rate=f"{state.transactions / elapsed:.0f}",
+            )
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
+    """SHOW REPLICA STATUS from the repository (readable while a replay runs)."""
+    from engine.repository import Repository
+
+    if not Path(args.repository).exists():
+        raise RelaydeckError(f"{args.repository}: repository does not exist")
+    with Repository(args.repository) as repo:
+        rows = repo.status(args.channel)
+    if args.channel is not None and not rows:
+        raise RelaydeckError(f"channel '{args.channel}' does not exist")
+    if args.json:
+        out.write(json.dumps([r.to_json() for r in rows], ensure_ascii=False, default=str) + "\n")
+        return 0
+    for i, row in enumerate(rows, start=1):
+        out.write(f"*************************** {i}. row ***************************\n")
+        for key, value in row.show_replica_status().items():
+            out.write(f"{key:>30}: {'' if value is None else value}\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relaydeck", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,6 +262,24 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", required=True, metavar="DIR")
     gen.add_argument("--size", type=float, default=None, metavar="MB", help="approximate relay-log size")
     gen.set_defaults(func=cmd_generate)
+
+    rep = sub.add_parser("replay", help="apply relay logs to a DuckDB slave (exits at the end of the logs)")
+    rep.add_argument("--slave", required=True, metavar="SLAVE.duckdb")
+    rep.add_argument("--repository", required=True, metavar="REPO.sqlite")
+    rep.add_argument(
+        "--channel", action="append", required=True, metavar="NAME=INDEX_FILE",
+        help="a channel and its relay-log index (repeat for fan-in); a bare INDEX_FILE is the default channel",
+    )
+    rep.add_argument("--workers", type=int, default=0, metavar="N", help="replica_parallel_workers (0: single applier)")
+    rep.add_argument("--until-gtid", metavar="SET", help="stop once every GTID of SET is applied (SQL_AFTER_GTIDS)")
+    rep.add_argument("--until-pos", metavar="FILE:POS", help="stop at this relay-log or source-log position")
+    rep.set_defaults(func=cmd_replay)
+
+    st = sub.add_parser("status", help="SHOW REPLICA STATUS from the repository")
+    st.add_argument("--repository", required=True, metavar="REPO.sqlite")
+    st.add_argument("--channel", default=None, metavar="NAME")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
     return parser
 
 

@@ -115,3 +115,57 @@ class MariaGtid:
 
 def maria_gtid_list_text(gtids: Iterable[MariaGtid]) -> str:
     return ",".join(str(g) for g in gtids)
+
+
+class ExecutedGtids:
+    """What a channel has applied: a MySQL GTID set and/or MariaDB's last seq_no per domain.
+
+    MariaDB replicas track gtid_slave_pos (the last GTID of each domain) rather than a set; with
+    gtid_strict_mode sequence numbers only grow within a domain, so "seq_no <= last" is "applied".
+    """
+
+    __slots__ = ("mysql", "maria")
+
+    def __init__(self) -> None:
+        self.mysql = GtidSet()
+        self.maria: dict[int, MariaGtid] = {}
+
+    @classmethod
+    def parse(cls, text: str) -> ExecutedGtids:
+        result = cls()
+        for part in "".join((text or "").split()).split(","):
+            if not part:
+                continue
+            if ":" in part:
+                for sid, ranges in GtidSet.parse(part).intervals().items():
+                    for lo, hi in ranges:
+                        result.mysql.add_range(sid, lo, hi)
+            else:
+                gtid = MariaGtid.parse(part)
+                result.maria[gtid.domain_id] = gtid
+        return result
+
+    def add(self, gtid: str) -> None:
+        if ":" in gtid:
+            uuid, _, rest = gtid.rpartition(":")
+            uuid, _, tag = uuid.partition(":")
+            self.mysql.add(Sid(uuid.lower(), tag.lower()), int(rest))
+        else:
+            parsed = MariaGtid.parse(gtid)
+            current = self.maria.get(parsed.domain_id)
+            if current is None or parsed.seq_no >= current.seq_no:
+                self.maria[parsed.domain_id] = parsed
+
+    def contains(self, gtid: str) -> bool:
+        if ":" in gtid:
+            uuid, _, rest = gtid.rpartition(":")
+            uuid, _, tag = uuid.partition(":")
+            return self.mysql.contains(Sid(uuid.lower(), tag.lower()), int(rest))
+        parsed = MariaGtid.parse(gtid)
+        current = self.maria.get(parsed.domain_id)
+        return current is not None and parsed.seq_no <= current.seq_no
+
+    def __str__(self) -> str:
+        parts = [str(self.mysql).replace(",\n", ",")] if not self.mysql.is_empty() else []
+        parts += [str(self.maria[d]) for d in sorted(self.maria)]
+        return ",".join(parts)

@@ -251,6 +251,20 @@ def test_gtids_are_stamped_like_a_writeset_source(generated, workload: str) -> N
     assert len(binlogs) == files + 1
 
 
+def dependency_windows(directory: Path) -> list[int]:
+    gtids = [parse_gtid(e.body) for e in walk(directory) if e.type_code == EventType.GTID]
+    return [g.sequence_number - g.last_committed for g in gtids]
+
+
+def test_hot_rows_serialize_where_oltp_spreads_out_and_statements_never_overlap(generated) -> None:
+    hot = dependency_windows(generated["hot"][0])
+    oltp = dependency_windows(generated["oltp"][0])
+    statement = dependency_windows(generated["statement"][0])
+    assert sum(w == 1 for w in hot) / len(hot) > 0.3  # most hot transactions wait for the previous one
+    assert sum(hot) / len(hot) * 4 < sum(oltp) / len(oltp)
+    assert set(statement) == {1}  # no writeset: each depends on its predecessor
+
+
 def test_relay_log_rotation_by_size_repeats_the_source_format_description(tmp_path: Path) -> None:
     generate_with(
         "oltp", 3, tmp_path, 400_000, RotationSizes(max_binlog_size=10**9, max_relay_log_size=60_000)

@@ -860,6 +860,7 @@ def table_map_body(table_id: int, table: TableDef) -> bytes:
     )
 
 
+@lru_cache(maxsize=4096)
 def rows_body_prefix(type_code: int, table_id: int, flags: int, column_count: int) -> bytes:
     """Post-header and column bitmaps of a v2 rows event (FULL images: every column present)."""
     if type_code not in (EventType.WRITE_ROWS, EventType.UPDATE_ROWS, EventType.DELETE_ROWS):

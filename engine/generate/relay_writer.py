@@ -157,9 +157,16 @@ class RelayLogWriter:
             may_have_sbr=may_have_sbr,
         )
         first_ts = events[0].timestamp if events else commit_timestamp_us // 1_000_000
-        self._source_event(EventType.GTID, first_ts, 0, gtid)
-        for e in events:
-            self._source_event(e.type_code, e.timestamp, e.flags, e.body)
+        # Frame the whole transaction in one go: this is the per-event hot path.
+        server_id = self.s.source_server_id
+        pos = self._src_pos + event_size(len(gtid))
+        framed = [frame_event(EventType.GTID, first_ts, server_id, pos, 0, gtid)]
+        for type_code, body, timestamp, flags in events:
+            pos += event_size(len(body))
+            framed.append(frame_event(type_code, timestamp, server_id, pos, flags, body))
+        self._src_pos = pos
+        self._events += len(framed)
+        self._write(b"".join(framed))
         self._now = max(self._now, commit_timestamp_us // 1_000_000)
         self._transactions += 1
         self._retrieved = self._gno

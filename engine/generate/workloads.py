@@ -202,21 +202,23 @@ class RowTransaction:
         if not parts:
             return  # a statement that matched no row logs nothing
         server = self.server
+        oracle = server.oracle
         ts = server.now_us // 1_000_000
         if self.first_dbs is None:
             self.first_dbs = tuple(sorted({key[0] for key, _, _ in parts}))
-        maps = {}
+        seen: list[TableKey] = []
         for key, _, _ in parts:
-            if key not in maps:
-                maps[key] = server.table_map(key, server.oracle.state(key).table)
-        self.events.extend(maps.values())
+            if key not in seen:
+                seen.append(key)
+                self.events.append(server.table_map(key, oracle.state(key).table))
         rows_events: list[tuple[int, int, int, list[bytes]]] = []
         for key, kind, payload in parts:
-            state = server.oracle.state(key)
+            state = oracle.state(key)
             images = self._apply(state, kind, payload)
             tid = server.table_id(key)
             ncols = len(state.table.columns)
-            rows_events += [(kind, tid, ncols, group) for group in split_rows(kind, ncols, images)]
+            groups = [images] if len(images) == 1 else split_rows(kind, ncols, images)
+            rows_events += [(kind, tid, ncols, group) for group in groups]
         last = len(rows_events) - 1
         for i, (kind, tid, ncols, group) in enumerate(rows_events):
             # STMT_END_F marks the statement's last rows event
@@ -1438,21 +1440,17 @@ class Types(Workload):
         table = state.table
         txn = src.rows(self.THREAD)
         roll = rng.random()
-        if roll < 0.6 or len(state.rows) < 4:
+        existing = state.rows.get((rng.randint(1, self.next_id[name] - 1),))
+        if roll < 0.6 or existing is None:
             pk = self.next_id[name]
             self.next_id[name] = pk + 1
             txn.insert(key, [(pk, *[random_value(c, rng) for c in table.columns[1:]])])
         elif roll < 0.85:
-            pk = rng.choice(sorted(state.rows))
-            before = state.rows[pk]
             i = rng.randint(1, len(table.columns) - 1)
-            after = before[:i] + (random_value(table.columns[i], rng),) + before[i + 1 :]
-            txn.update(key, [(before, after)])
-        else:
-            # never delete the edge-value rows the setup wrote
-            candidates = [pk for pk in sorted(state.rows) if pk[0] > 10]  # type: ignore[operator]
-            if candidates:
-                txn.delete(key, [state.rows[rng.choice(candidates)]])
+            after = existing[:i] + (random_value(table.columns[i], rng),) + existing[i + 1 :]
+            txn.update(key, [(existing, after)])
+        elif existing[0] > 10:  # type: ignore[operator]
+            txn.delete(key, [existing])  # the edge-value rows the setup wrote stay
         txn.commit()
 
 
@@ -1656,12 +1654,23 @@ class Statement(Workload):
                 )
             elif kind == 6:
                 target = rng.randint(0, 9)
+                # rows older than the last few hundred ids go too, so the table stays small
+                cutoff = max(1, log.next_auto_increment - 300)
 
-                def delete(_: datetime, target: int = target) -> None:
-                    for row in [r for r in log.rows.values() if r[1] == target]:
+                def delete(_: datetime, target: int = target, cutoff: int = cutoff) -> None:
+                    for row in [r for r in log.rows.values() if r[1] == target or r[0] < cutoff]:  # type: ignore[operator]
                         log.delete(row)
 
-                txn.query(f"DELETE FROM stmt_log WHERE k = {target}", apply=delete)
+                txn.query(f"DELETE FROM stmt_log WHERE k = {target} OR id < {cutoff}", apply=delete)
+
+                def orphans(_: datetime) -> None:
+                    for row in [r for r in child.rows.values() if (r[1],) not in log.rows]:
+                        child.delete(row)
+
+                # keeps stmt_child bounded; a subquery on another table is safe in STATEMENT format
+                txn.query(
+                    "DELETE FROM stmt_child WHERE parent_id NOT IN (SELECT id FROM stmt_log)", apply=orphans
+                )
             elif kind == 7 and child.rows:
                 parent_id = rng.choice(sorted(r[1] for r in child.rows.values()))  # type: ignore[type-var]
 
@@ -1801,7 +1810,7 @@ class Mixed(Workload):
     """A blend of every workload, each with its own schema, transactions interleaved."""
 
     name = "mixed"
-    default_size_mb = 1.0
+    default_size_mb = 2.0
 
     def __init__(self, rng: random.Random, target_bytes: int) -> None:
         super().__init__(rng, target_bytes)

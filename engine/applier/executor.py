@@ -1,0 +1,128 @@
+"""Executing one transaction's events against the slave, inside a DuckDB transaction opened by the
+caller: row events go to the set-based RowApplier, queries through DDL or statement translation.
+
+Used by the single applier and by every worker of the multi-threaded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..binlog.columns import decode_rows_event
+from ..binlog.events import Intvar, Query, Rand, RowsEvent, TableMap, UserVar
+from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
+from ..slave.database import Slave
+from ..slave.ddl import DdlTranslator
+from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier
+from ..slave.statements import SessionContext, StatementTranslator
+from ..transactions import Transaction, statement_verb
+
+# Statements that only delimit a transaction: their effect is the grouping itself.
+_DELIMITERS = frozenset({"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "XA"})
+_DML = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
+
+
+def is_structural(txn: Transaction) -> bool:
+    """Transactions that change definitions: applied alone, in their own DuckDB transaction."""
+    if txn.is_ddl:
+        return True
+    for logged in txn.events:
+        event = logged.event
+        if isinstance(event, Query):
+            verb = statement_verb(event.query)
+            if verb not in _DELIMITERS and verb not in _DML and verb != "ROLLBACK":
+                return True
+    return False
+
+
+@dataclass
+class _Session:
+    """What the source logged about its session before a statement (WL#5754: kept with the query)."""
+
+    user_vars: dict[str, object] = field(default_factory=dict)
+    insert_id: int | None = None
+    last_insert_id: int | None = None
+    rand_seeds: tuple[int, int] | None = None
+
+
+class TransactionExecutor:
+    """Applies transactions to a slave; the caller owns BEGIN/COMMIT and calls flush() before it."""
+
+    def __init__(self, slave: Slave, strict: bool = True) -> None:
+        self.slave = slave
+        self.rows = RowApplier(slave.con, strict=strict)
+        self.ddl = DdlTranslator()
+        self.statements = StatementTranslator()
+        self._table_maps: dict[int, TableMap] = {}
+        # temporary tables: (thread id, name) -> the slave table standing in for it
+        self.temporary: dict[tuple[int, str], tuple[str, str]] = {}
+
+    def apply(self, txn: Transaction) -> None:
+        session = _Session()
+        for logged in txn.events:
+            event = logged.event
+            if isinstance(event, TableMap):
+                self._table_maps[event.table_id] = event
+            elif isinstance(event, RowsEvent):
+                self._rows(event)
+            elif isinstance(event, Query):
+                self._query(event, session, logged.event.header.timestamp)
+                session = _Session()
+            elif isinstance(event, UserVar):
+                session.user_vars[event.name.lower()] = event.value
+            elif isinstance(event, Intvar):
+                if event.kind == INTVAR_INSERT_ID:
+                    session.insert_id = event.value
+                elif event.kind == INTVAR_LAST_INSERT_ID:
+                    session.last_insert_id = event.value
+            elif isinstance(event, Rand):
+                session.rand_seeds = (event.seed1, event.seed2)
+
+    def flush(self) -> None:
+        self.rows.flush()
+
+    def discard(self) -> None:
+        self.rows.discard()
+
+    def _rows(self, event: RowsEvent) -> None:
+        table_map = self._table_maps.get(event.table_id)
+        if table_map is None:
+            raise ApplyError(1593, f"rows event for table_id {event.table_id} has no table map before it")
+        table = self.slave.catalog.get((table_map.schema, table_map.table))
+        if table is None:
+            raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{table_map.schema}.{table_map.table}' doesn't exist")
+        try:
+            images = decode_rows_event(event, table_map)
+        except ValueError as exc:
+            raise ApplyError(1594, f"Relay log read failure: {exc}") from None
+        self.rows.add(images, table)
+
+    def _query(self, event: Query, session: _Session, timestamp: int) -> None:
+        verb = statement_verb(event.query)
+        if verb in _DELIMITERS or verb == "ROLLBACK":
+            # ROLLBACK TO SAVEPOINT: row format logs only what survived; a final ROLLBACK ends a
+            # group whose logged changes were to non-transactional tables and did happen.
+            return
+        self.rows.flush()  # statements see every row change logged before them
+        database = event.database or None
+        if verb in _DML:
+            context = SessionContext(
+                default_db=database,
+                user_vars=dict(session.user_vars),
+                insert_id=session.insert_id,
+                last_insert_id=session.last_insert_id,
+                rand_seeds=session.rand_seeds,
+                timestamp=timestamp + (event.status.microseconds or 0) / 1e6,
+                thread_id=event.thread_id,
+                auto_increment_increment=event.status.auto_increment_increment or 1,
+                auto_increment_offset=event.status.auto_increment_offset or 1,
+                sql_mode=event.status.sql_mode or 0,
+            )
+            for sql in self.statements.translate(event.query, context, self.slave.catalog, self.slave.con):
+                self.slave.con.execute(sql)
+            return
+        plan = self.ddl.translate(event.query, database, self.slave.catalog)
+        for sql in plan.statements:
+            self.slave.con.execute(sql)
+        if plan.catalog is not self.slave.catalog:
+            self.slave.save_catalog(plan.catalog)

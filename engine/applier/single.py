@@ -1,0 +1,263 @@
+"""The single applier of one channel (replica_parallel_workers = 0): read, group, apply, commit.
+
+Consecutive transactions are combined into one DuckDB transaction (the seeds' "combine several
+small transactions into a bigger one") and their row changes applied set-based. If anything in a
+combined batch fails, the batch is rolled back and its transactions are applied again one per
+commit, so that the slave stops at the last whole transaction before the failing one and the
+error names exactly that transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import duckdb
+
+from ..binlog.events import Incident
+from ..binlog.reader import LoggedEvent
+from ..errors import RelaydeckError
+from ..gtids import ExecutedGtids, GtidSet
+from ..relaylog.index import RelayLogSet
+from ..relaylog.stream import stream_events
+from ..slave.database import ChannelProgress, CommitRecord, Slave
+from ..slave.rowapply import ApplyError
+from ..transactions import Incomplete, Transaction, TransactionAssembler
+from .executor import TransactionExecutor, is_structural
+
+ER_UNKNOWN_ERROR = 1105
+ER_INCIDENT = 1590
+
+
+class ChannelError(RelaydeckError):
+    """The channel stopped on an apply error; the slave holds every transaction before it."""
+
+    def __init__(self, channel: str, errno: int, message: str, transaction: str | None, position: str | None) -> None:
+        self.channel = channel
+        self.errno = errno
+        self.message = message
+        self.transaction = transaction
+        self.position = position
+        where = f" in transaction {transaction}" if transaction else ""
+        at = f" (relay log {position})" if position else ""
+        name = f"'{channel}'" if channel else "''"
+        super().__init__(f"channel {name}: Error {errno}{where}{at}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """When a combined DuckDB transaction is committed."""
+
+    transactions: int = 2000
+    row_changes: int = 200_000
+    seconds: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Until:
+    """START REPLICA UNTIL: SQL_AFTER_GTIDS, or a relay/source log position."""
+
+    after_gtids: str | None = None
+    log_file: str | None = None
+    log_pos: int | None = None
+
+    def reached_after(self, txn: Transaction, executed: ExecutedGtids) -> bool:
+        if self.after_gtids is not None:
+            wanted = ExecutedGtids.parse(self.after_gtids)
+            return all(executed.contains(g) for g in _gtid_items(wanted))
+        if self.log_file is not None and self.log_pos is not None:
+            if txn.end.log_name == self.log_file:
+                return txn.end.pos >= self.log_pos
+            if txn.source_log_file == self.log_file:
+                return txn.source_end_pos >= self.log_pos
+        return False
+
+
+def _gtid_items(executed: ExecutedGtids) -> list[str]:
+    items = [str(g) for g in executed.maria.values()]
+    for sid, ranges in executed.mysql.intervals().items():
+        for _lo, hi in ranges:
+            items.append(f"{sid}:{hi}")
+    return items
+
+
+@dataclass(slots=True)
+class ApplyStats:
+    transactions: int = 0
+    skipped: int = 0
+    row_changes: int = 0
+    bytes: int = 0
+    commits: int = 0
+    stopped_by: str = "end of relay log"
+    started: float = field(default_factory=time.monotonic)
+
+
+ProgressCallback = Callable[[ApplyStats, LoggedEvent | Transaction | None], None]
+
+
+class ChannelApplier:
+    """Replays one channel's relay logs into the slave from where the slave says it stopped."""
+
+    def __init__(
+        self,
+        slave: Slave,
+        channel: str,
+        logs: RelayLogSet,
+        limits: BatchLimits | None = None,
+        until: Until | None = None,
+        on_progress: ProgressCallback | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.slave = slave
+        self.channel = channel
+        self.logs = logs
+        self.limits = limits or BatchLimits()
+        self.until = until
+        self.on_progress = on_progress
+        self.stop = stop or threading.Event()
+        self.executor = TransactionExecutor(slave)
+        self.stats = ApplyStats()
+        progress = slave.progress(channel)
+        self.progress = progress or ChannelProgress(channel)
+        self.executed = ExecutedGtids.parse(self.progress.executed_gtids)
+
+    def run(self) -> ApplyStats:
+        """Apply until the end of the available relay log, an UNTIL condition, or stop()."""
+        start_file = self.progress.relay_log_file
+        if start_file is not None and start_file not in {p.name for p in self.logs.files}:
+            raise ChannelError(
+                self.channel, 1372, f"relay log file {start_file} the slave stopped in is not in the index",
+                None, f"{start_file}:{self.progress.relay_log_pos}",
+            )
+        events = stream_events(self.logs, start_file=start_file, start_pos=self.progress.relay_log_pos)
+        assembler = TransactionAssembler()
+        batch: list[Transaction] = []
+        batch_rows = 0
+        batch_started = time.monotonic()
+        try:
+            for logged in events:
+                for item in assembler.feed(logged):
+                    if isinstance(item, Transaction):
+                        if item.gtid and self.executed.contains(item.gtid):
+                            self.stats.skipped += 1  # applied before (a restarted relay log)
+                            continue
+                        if is_structural(item):
+                            self._commit(batch)
+                            batch = []
+                            self._commit([item])
+                        else:
+                            batch.append(item)
+                            batch_rows += item.row_events
+                        if self.until is not None and self._until_reached(batch, item):
+                            self._commit(batch)
+                            self.stats.stopped_by = "UNTIL condition"
+                            return self.stats
+                    elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
+                        self._commit(batch)
+                        raise ChannelError(
+                            self.channel, ER_INCIDENT,
+                            f"The incident {item.event.info()} occurred on the source", None,
+                            f"{item.log_name}:{item.pos}",
+                        )
+                    if self.on_progress is not None:
+                        self.on_progress(self.stats, item)
+                if batch and (
+                    len(batch) >= self.limits.transactions
+                    or batch_rows >= self.limits.row_changes
+                    or time.monotonic() - batch_started >= self.limits.seconds
+                ):
+                    self._commit(batch)
+                    batch, batch_rows, batch_started = [], 0, time.monotonic()
+                if self.stop.is_set():
+                    self.stats.stopped_by = "STOP"
+                    break
+            self._commit(batch)
+            if not self.stop.is_set():
+                list(assembler.finish())  # an unfinished tail waits for the rest of its events
+        finally:
+            events.close()
+        return self.stats
+
+    def _until_reached(self, batch: list[Transaction], txn: Transaction) -> bool:
+        assert self.until is not None
+        trial = ExecutedGtids.parse(str(self.executed))
+        for pending in batch:
+            if pending.gtid:
+                trial.add(pending.gtid)
+        if txn.gtid:
+            trial.add(txn.gtid)
+        return self.until.reached_after(txn, trial)
+
+    def _commit(self, batch: list[Transaction]) -> None:
+        """Apply and commit a batch as one DuckDB transaction; on failure, narrow down to the culprit."""
+        if not batch:
+            return
+        try:
+            self._apply_and_commit(batch)
+        except (ApplyError, duckdb.Error) as exc:
+            self._rollback()
+            if len(batch) == 1:
+                raise self._channel_error(batch[0], exc) from None
+            for txn in batch:
+                try:
+                    self._apply_and_commit([txn])
+                except (ApplyError, duckdb.Error) as single:
+                    self._rollback()
+                    raise self._channel_error(txn, single) from None
+
+    def _apply_and_commit(self, batch: list[Transaction]) -> None:
+        self.slave.begin(changes_definitions=len(batch) == 1 and is_structural(batch[0]))
+        for txn in batch:
+            self.executor.apply(txn)
+        self.executor.flush()
+        executed = ExecutedGtids.parse(str(self.executed))
+        commits = []
+        seqno = self.progress.transactions
+        for txn in batch:
+            seqno += 1
+            if txn.gtid:
+                executed.add(txn.gtid)
+            commits.append(
+                CommitRecord(
+                    self.channel, seqno, txn.gtid, txn.end.log_name, txn.end.pos, txn.source_log_file,
+                    txn.source_end_pos,
+                )
+            )
+        last = batch[-1]
+        progress = replace(
+            self.progress,
+            relay_log_file=last.end.log_name,
+            relay_log_pos=last.end.pos,
+            source_log_file=last.source_log_file,
+            source_log_pos=last.source_end_pos,
+            executed_gtids=str(executed),
+            transactions=seqno,
+            last_transaction=last.gtid or f"{last.source_log_file}:{last.source_end_pos}",
+        )
+        self.slave.record(progress, commits)
+        self.slave.commit()
+        self.progress, self.executed = progress, executed
+        self.stats.transactions += len(batch)
+        self.stats.commits += 1
+        self.stats.bytes += sum(t.size for t in batch)
+        self.stats.row_changes = self.executor.rows.rows_applied
+
+    def _rollback(self) -> None:
+        self.slave.rollback()
+        self.executor.discard()
+
+    def _channel_error(self, txn: Transaction, exc: Exception) -> ChannelError:
+        if isinstance(exc, ApplyError):
+            errno, message = exc.errno, exc.message
+        else:
+            errno, message = ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
+        return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))
+
+
+def gtid_set_text(text: str) -> str:
+    """Normalise a GTID set given on the command line (validates it)."""
+    if ":" in text:
+        return str(GtidSet.parse(text)).replace(",\n", ",")
+    return str(ExecutedGtids.parse(text))

@@ -1,0 +1,221 @@
+"""The DuckDB slave: one file holding the replicated databases (one schema each) and, in the
+schema ``__relaydeck``, what was applied — committed in the same DuckDB transaction as the data.
+
+Exactly once rests on that: a batch's rows, its catalog changes, the channel's new position and
+the commit records of its transactions become durable together or not at all, so a restart after
+any stop resumes from the last position DuckDB says it committed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from .schema import Catalog
+
+INTERNAL_SCHEMA = "__relaydeck"
+
+_SETUP = f"""
+CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA};
+CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.progress (
+    channel VARCHAR PRIMARY KEY,
+    relay_log_file VARCHAR,
+    relay_log_pos BIGINT,
+    source_log_file VARCHAR,
+    source_log_pos BIGINT,
+    executed_gtids VARCHAR,
+    transactions BIGINT,
+    last_transaction VARCHAR,
+    updated_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.commits (
+    channel VARCHAR,
+    seqno BIGINT,
+    gtid VARCHAR,
+    relay_log_file VARCHAR,
+    relay_log_pos BIGINT,
+    source_log_file VARCHAR,
+    source_log_pos BIGINT,
+    worker INTEGER,
+    committed_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.catalog (id INTEGER PRIMARY KEY, body VARCHAR);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelProgress:
+    """Where a channel's applier stands, as last committed to the slave."""
+
+    channel: str
+    relay_log_file: str | None = None
+    relay_log_pos: int = 4
+    source_log_file: str | None = None
+    source_log_pos: int = 0
+    executed_gtids: str = ""
+    transactions: int = 0
+    last_transaction: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRecord:
+    channel: str
+    seqno: int  # the transaction's ordinal in the channel's stream since the slave was created
+    gtid: str | None
+    relay_log_file: str
+    relay_log_pos: int
+    source_log_file: str | None
+    source_log_pos: int
+    worker: int = 0
+
+
+class _SharedDatabase:
+    """What every session on one slave file shares: the connection, the catalog, the DDL lock."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.con = duckdb.connect(path)
+        self.con.execute(_SETUP)
+        self.catalog = Catalog()
+        # Definitions change one transaction at a time across channels: the catalog is one row,
+        # and two channels rewriting it at once would conflict in DuckDB.
+        self.ddl_lock = threading.RLock()
+
+
+class Slave:
+    """A DuckDB database file under replication; `session()` gives another thread its own cursor."""
+
+    def __init__(self, path: str | Path, _shared: _SharedDatabase | None = None) -> None:
+        self.path = str(path)
+        self._db = _shared or _SharedDatabase(self.path)
+        self.con = self._db.con if _shared is None else self._db.con.cursor()
+        self._owns = _shared is None
+        self._catalog_changed = False
+        self._holds_ddl_lock = False
+        if _shared is None:
+            self._db.catalog = self._load_catalog()
+
+    def session(self) -> Slave:
+        """A handle on the same slave with its own DuckDB cursor (one per applier thread)."""
+        return Slave(self.path, self._db)
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._db.catalog
+
+    def close(self) -> None:
+        if self._owns:
+            self._db.con.close()
+        else:
+            self.con.close()
+
+    # -- transactions --------------------------------------------------------------------------
+
+    def begin(self, changes_definitions: bool = False) -> None:
+        if changes_definitions:
+            self._db.ddl_lock.acquire()
+            self._holds_ddl_lock = True
+        self.con.execute("BEGIN TRANSACTION")
+
+    def commit(self) -> None:
+        try:
+            self.con.execute("COMMIT")
+        finally:
+            self._catalog_changed = False
+            self._release_ddl_lock()
+
+    def rollback(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.TransactionException:
+            pass  # no transaction open (the error came from BEGIN itself)
+        if self._catalog_changed:
+            self._db.catalog = self._load_catalog()
+            self._catalog_changed = False
+        self._release_ddl_lock()
+
+    def _release_ddl_lock(self) -> None:
+        if self._holds_ddl_lock:
+            self._holds_ddl_lock = False
+            self._db.ddl_lock.release()
+
+    # -- what was applied ----------------------------------------------------------------------
+
+    def progress(self, channel: str) -> ChannelProgress | None:
+        row = self.con.execute(
+            f"SELECT channel, relay_log_file, relay_log_pos, source_log_file, source_log_pos, executed_gtids, "
+            f"transactions, last_transaction FROM {INTERNAL_SCHEMA}.progress WHERE lower(channel) = lower(?)",
+            [channel],
+        ).fetchone()
+        return None if row is None else ChannelProgress(*row)
+
+    def all_progress(self) -> list[ChannelProgress]:
+        rows = self.con.execute(
+            f"SELECT channel, relay_log_file, relay_log_pos, source_log_file, source_log_pos, executed_gtids, "
+            f"transactions, last_transaction FROM {INTERNAL_SCHEMA}.progress ORDER BY channel"
+        ).fetchall()
+        return [ChannelProgress(*row) for row in rows]
+
+    def record(self, progress: ChannelProgress, commits: list[CommitRecord]) -> None:
+        """Inside the open transaction: the channel's new position and its transactions' records."""
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        self.con.execute(
+            f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.progress VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                progress.channel, progress.relay_log_file, progress.relay_log_pos, progress.source_log_file,
+                progress.source_log_pos, progress.executed_gtids, progress.transactions,
+                progress.last_transaction, now,
+            ],
+        )
+        if commits:
+            table = pa.table(
+                {
+                    "channel": [c.channel for c in commits],
+                    "seqno": pa.array([c.seqno for c in commits], pa.int64()),
+                    "gtid": [c.gtid for c in commits],
+                    "relay_log_file": [c.relay_log_file for c in commits],
+                    "relay_log_pos": pa.array([c.relay_log_pos for c in commits], pa.int64()),
+                    "source_log_file": [c.source_log_file for c in commits],
+                    "source_log_pos": pa.array([c.source_log_pos for c in commits], pa.int64()),
+                    "worker": pa.array([c.worker for c in commits], pa.int32()),
+                    "committed_at": pa.array([now] * len(commits), pa.timestamp("us")),
+                }
+            )
+            self.con.register("__relaydeck_commits", table)
+            try:
+                self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.commits SELECT * FROM __relaydeck_commits")
+            finally:
+                self.con.unregister("__relaydeck_commits")
+
+    def forget_channel(self, channel: str) -> None:
+        """RESET REPLICA: the channel starts over (its data stays, as in MySQL)."""
+        self.con.execute(f"DELETE FROM {INTERNAL_SCHEMA}.progress WHERE lower(channel) = lower(?)", [channel])
+
+    # -- the catalog of MySQL table definitions ------------------------------------------------
+
+    def save_catalog(self, catalog: Catalog) -> None:
+        """Inside the open transaction, with the DDL that produced it (begin(changes_definitions=True))."""
+        self.con.execute(f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.catalog VALUES (1, ?)", [catalog.to_json()])
+        self._db.catalog = catalog
+        self._catalog_changed = True
+
+    def _load_catalog(self) -> Catalog:
+        row = self.con.execute(f"SELECT body FROM {INTERNAL_SCHEMA}.catalog WHERE id = 1").fetchone()
+        return Catalog.from_json(row[0]) if row else Catalog()
+
+    def user_tables(self) -> list[tuple[str, str]]:
+        rows = self.con.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            f"WHERE table_catalog = current_database() AND table_schema NOT IN ('{INTERNAL_SCHEMA}', 'main') "
+            "AND table_type = 'BASE TABLE' ORDER BY 1, 2"
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+
+def advanced(progress: ChannelProgress, **changes: object) -> ChannelProgress:
+    return replace(progress, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,82 @@
+"""Slave tables written out the way MySQL prints them: the form the oracles (expected CSVs) use.
+
+Header row of column names, rows ordered by primary key (all columns when there is none), NULL as
+``\\N``, values as the MySQL client prints them — DECIMAL with its scale, DATETIME(n)/TIME(n) with
+exactly n fractional digits, binary strings as lowercase hex, CHAR without trailing spaces — and a
+field double-quoted only when empty or holding a comma, a quote, CR or LF.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from ..render import float_text, time_text
+from .database import Slave
+from .rowapply import quote_ident, table_ref
+from .schema import MysqlColumn, MysqlTable
+
+def _fsp(column: MysqlColumn) -> int:
+    return column.fsp or 0
+
+
+def _datetime_text(value: dt.datetime, fsp: int) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{text}.{value.microsecond:06d}"[: len(text) + 1 + fsp] if fsp else text
+
+
+def mysql_text(value: Any, column: MysqlColumn) -> str | None:
+    """One value as MySQL prints it; None for SQL NULL."""
+    if value is None:
+        return None
+    base = column.base_type.lower()
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, dt.datetime):
+        return _datetime_text(value, _fsp(column))
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        text = time_text(value)
+        fsp = _fsp(column)
+        if "." in text:
+            head, frac = text.split(".")
+            return f"{head}.{frac[:fsp]}" if fsp else head
+        return f"{text}.{'0' * fsp}" if fsp else text
+    if isinstance(value, float):
+        return float_text(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if base == "char":
+        text = text.rstrip(" ")
+    return text
+
+
+def csv_field(text: str | None) -> str:
+    if text is None:
+        return "\\N"
+    if text == "" or any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def export_csv(slave: Slave, table: MysqlTable) -> str:
+    """The whole table as CSV text in the oracle's convention."""
+    names = [c.name for c in table.columns]
+    order = table.primary_key or tuple(names)
+    rows = slave.con.execute(
+        f"SELECT {', '.join(quote_ident(n) for n in names)} FROM {table_ref(table.schema, table.name)} "
+        f"ORDER BY {', '.join(quote_ident(n) for n in order)}"
+    ).fetchall()
+    lines = [",".join(csv_field(n) for n in names)]
+    for row in rows:
+        lines.append(",".join(csv_field(mysql_text(v, c)) for v, c in zip(row, table.columns, strict=True)))
+    return "\n".join(lines) + "\n"
