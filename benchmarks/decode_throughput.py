@@ -43,8 +43,20 @@ def ensure_relay_log(workload: str, size: float, seed: int) -> Path:
         if out.exists():
             shutil.rmtree(out)
         subprocess.run(
-            [sys.executable, "-m", "console.cli", "generate", "--workload", workload, "--seed", str(seed),
-             "--out", str(out), "--size", str(size)],
+            [
+                sys.executable,
+                "-m",
+                "console.cli",
+                "generate",
+                "--workload",
+                workload,
+                "--seed",
+                str(seed),
+                "--out",
+                str(out),
+                "--size",
+                str(size),
+            ],
             check=True,
             cwd=ROOT,
         )
@@ -52,7 +64,9 @@ def ensure_relay_log(workload: str, size: float, seed: int) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=float, default=100.0, help="relay-log size in MB (default 100)")
     parser.add_argument("--workload", default="oltp")
     parser.add_argument("--seed", type=int, default=1)
@@ -102,10 +116,14 @@ def main() -> int:
         "mariadb_binlog_decode_rows_vv": summary(peer),
     }
     result["ratio_relaydeck_to_mariadb_binlog_wall"] = round(
-        result["relaydeck_events_rows"]["mb_per_s_wall"] / result["mariadb_binlog_decode_rows_vv"]["mb_per_s_wall"], 3
+        result["relaydeck_events_rows"]["mb_per_s_wall"]
+        / result["mariadb_binlog_decode_rows_vv"]["mb_per_s_wall"],
+        3,
     )
     result["ratio_relaydeck_to_mariadb_binlog_cpu"] = round(
-        result["relaydeck_events_rows"]["mb_per_s_cpu"] / result["mariadb_binlog_decode_rows_vv"]["mb_per_s_cpu"], 3
+        result["relaydeck_events_rows"]["mb_per_s_cpu"]
+        / result["mariadb_binlog_decode_rows_vv"]["mb_per_s_cpu"],
+        3,
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "decode_throughput.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -13,7 +13,7 @@ from typing import TextIO
 from engine.binlog.columns import decode_rows_event
 from engine.binlog.events import RowsEvent, TableMap
 from engine.binlog.reader import LoggedEvent, ReaderState
-from engine.errors import RelaydeckError
+from engine.errors import BinlogError, RelaydeckError
 from engine.relaylog.index import resolve_inputs
 from engine.relaylog.stream import stream_events
 from engine.render import json_value, quoted
@@ -84,7 +84,7 @@ def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
                 try:
                     images = decode_rows_event(event, table_map)
                 except ValueError as exc:
-                    raise RelaydeckError(f"{logged.log_name} at position {logged.pos}: {exc}") from None
+                    raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
         if args.json:
             record: dict[str, object] = {
                 "log_name": logged.log_name,
@@ -159,11 +159,15 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     from engine.replay import Replay
 
     if args.workers:
-        raise RelaydeckError("--workers > 0 needs the multi-threaded applier, which this build does not have yet")
+        raise RelaydeckError(
+            "--workers > 0 needs the multi-threaded applier, which this build does not have yet"
+        )
     specs = [_channel_spec(c) for c in args.channel]
     show_bar = out is sys.stdout and sys.stdout.isatty()
     bar = _ProgressBar(specs) if show_bar else None
-    replay = Replay(args.slave, args.repository, specs, until=_until(args), on_tick=bar.update if bar else None)
+    replay = Replay(
+        args.slave, args.repository, specs, until=_until(args), on_tick=bar.update if bar else None
+    )
     try:
         outcomes = replay.run()
     finally:
@@ -193,10 +197,15 @@ class _ProgressBar:
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
-            TextColumn("{task.fields[trx]} trx  {task.fields[rate]} trx/s"), TimeRemainingColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TextColumn("{task.fields[trx]} trx  {task.fields[rate]} trx/s"),
+            TimeRemainingColumn(),
         )
-        self.tasks = {s.name: self.progress.add_task(f"channel '{s.name}'", total=None, trx=0, rate=0) for s in specs}
+        self.tasks = {
+            s.name: self.progress.add_task(f"channel '{s.name}'", total=None, trx=0, rate=0) for s in specs
+        }
         self.progress.start()
 
     def update(self, live) -> None:  # type: ignore[no-untyped-def]
@@ -205,7 +214,10 @@ class _ProgressBar:
         for name, state in live.items():
             elapsed = max(1e-6, time.monotonic() - state.started)
             self.progress.update(
-                self.tasks[name], total=state.total_bytes, completed=state.bytes_done, trx=state.transactions,
+                self.tasks[name],
+                total=state.total_bytes,
+                completed=state.bytes_done,
+                trx=state.transactions,
                 rate=f"{state.transactions / elapsed:.0f}",
             )
 
@@ -267,11 +279,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--slave", required=True, metavar="SLAVE.duckdb")
     rep.add_argument("--repository", required=True, metavar="REPO.sqlite")
     rep.add_argument(
-        "--channel", action="append", required=True, metavar="NAME=INDEX_FILE",
+        "--channel",
+        action="append",
+        required=True,
+        metavar="NAME=INDEX_FILE",
         help="a channel and its relay-log index (repeat for fan-in); a bare INDEX_FILE is the default channel",
     )
-    rep.add_argument("--workers", type=int, default=0, metavar="N", help="replica_parallel_workers (0: single applier)")
-    rep.add_argument("--until-gtid", metavar="SET", help="stop once every GTID of SET is applied (SQL_AFTER_GTIDS)")
+    rep.add_argument(
+        "--workers", type=int, default=0, metavar="N", help="replica_parallel_workers (0: single applier)"
+    )
+    rep.add_argument(
+        "--until-gtid", metavar="SET", help="stop once every GTID of SET is applied (SQL_AFTER_GTIDS)"
+    )
     rep.add_argument("--until-pos", metavar="FILE:POS", help="stop at this relay-log or source-log position")
     rep.set_defaults(func=cmd_replay)
 
@@ -288,6 +307,11 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     if args.command == "events" and not args.inputs:
         args.inputs = [str(BUNDLED_RELAY_LOG / "relay-bin-m2.index")]
     stream = out if out is not None else sys.stdout
+    if out is None:
+        # Statements and names from a log may hold bytes that are not UTF-8 (kept as surrogates):
+        # print them escaped rather than fail on a strict UTF-8 terminal.
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     if out is None and hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `relaydeck events … | head` ends quietly
     func: Callable[[argparse.Namespace, TextIO], int] = args.func

@@ -7,7 +7,8 @@ class RelaydeckError(Exception):
     """Base of every error relaydeck reports in one line."""
 
     def one_line(self) -> str:
-        return str(self)
+        """The message on one line: names from the log may hold line breaks and control bytes."""
+        return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(self))
 
 
 class BinlogError(RelaydeckError):

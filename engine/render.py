@@ -6,6 +6,8 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+from .binlog.json_binary import json_text
+
 
 def time_text(value: dt.timedelta) -> str:
     """TIME: [-]HH:MM:SS[.ffffff], hours may exceed 24."""
@@ -42,7 +44,12 @@ def value_text(value: Any) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     if isinstance(value, list):
-        return "[" + ",".join(float_text(v) for v in value) + "]"
+        if all(isinstance(v, float) for v in value):  # VECTOR
+            return "[" + ",".join(float_text(v) for v in value) + "]"
+        return "; ".join(value_text(v) for v in value)  # a partial JSON update: its diffs
+    if hasattr(value, "operation") and hasattr(value, "path"):
+        shown = "" if value.value is None else f", {json_text(value.value)}"
+        return f"JSON_{value.operation}({value.path}{shown})"
     return str(value)
 
 

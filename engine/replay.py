@@ -84,7 +84,9 @@ class Replay:
     def run(self) -> list[ChannelOutcome]:
         outcomes = {c.name: ChannelOutcome(c.name) for c in self.channels}
         threads = [
-            threading.Thread(target=self._run_channel, args=(spec, outcomes[spec.name]), name=f"channel-{spec.name}")
+            threading.Thread(
+                target=self._run_channel, args=(spec, outcomes[spec.name]), name=f"channel-{spec.name}"
+            )
             for spec in self.channels
         ]
         for thread in threads:
@@ -120,7 +122,12 @@ class Replay:
                 self.repository.update_relay_log_info(spec.name, Relay_log_index=str(spec.index_file))
                 self.repository.clear_error(spec.name)
             applier = ChannelApplier(
-                session, spec.name, logs, self.limits, self.until, on_progress=self._progress_hook(spec.name, logs),
+                session,
+                spec.name,
+                logs,
+                self.limits,
+                self.until,
+                on_progress=self._progress_hook(spec.name, logs),
                 stop=self.stop,
             )
             live.transactions = applier.progress.transactions
@@ -181,6 +188,7 @@ class Replay:
                 "trx_per_s": round(live.transactions / elapsed, 1),
                 "started_at": mysql_timestamp(time.time() - elapsed),
             }
+            stats = {k: v for k, v in stats.items() if v is not None}  # unknown yet: keep what was there
             self.repository.publish_status(coordinator, [], None, stats)
             if progress is not None:
                 self.repository.update_relay_log_info(

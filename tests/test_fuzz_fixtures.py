@@ -10,9 +10,8 @@ TypeError, MemoryError, RecursionError, a hang, memory growing with a claimed le
 A handful of mutated files also go through the CLI in a subprocess, to check the one-line stderr
 contract end to end against what the in-process walk reported.
 
-Engine bugs this test has found are listed in KNOWN_BUGS with reproducers; the property passes
-over exactly those failure shapes (so it keeps guarding everything else), and each one has an
-xfail(strict=True) regression test that starts passing when the engine is fixed.
+Engine bugs this test has found are kept in FOUND_BUGS as reproducers (mutations of the seeds):
+they are examples of the property and regression tests of their own.
 Run with RELAYDECK_FUZZ_EXAMPLES=5000 for a longer search.
 """
 
@@ -34,7 +33,7 @@ from itertools import count
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import event as note_event
 from hypothesis import strategies as st
 
@@ -48,8 +47,8 @@ PUBLIC = ROOT / "fixtures" / "public-binlogs"
 RELAY = ROOT / "fixtures" / "mariadb-10.11-multisource" / "relay"
 PYTHON = sys.executable
 
-EXAMPLES = int(os.environ.get("RELAYDECK_FUZZ_EXAMPLES", "300"))
-CLI_EXAMPLES = int(os.environ.get("RELAYDECK_FUZZ_CLI_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("RELAYDECK_FUZZ_EXAMPLES", "1000"))
+CLI_EXAMPLES = int(os.environ.get("RELAYDECK_FUZZ_CLI_EXAMPLES", "10"))
 TIME_LIMIT = 5  # seconds per decode; the seeds are ≤ 40 KB and decode in milliseconds
 PEAK_LIMIT = 256 << 20  # bytes of Python allocations per decode
 CLI_TIMEOUT = 60
@@ -241,7 +240,7 @@ mutated_files = st.builds(
 
 
 @dataclass(frozen=True)
-class KnownBug:
+class FoundBug:
     reason: str
     reproducer: Mutated
     # (offset, byte) pairs of the unmutated seed the reproducer relies on: a changed fixture
@@ -249,27 +248,27 @@ class KnownBug:
     expects: tuple[tuple[int, int], ...] = field(default=())
 
 
-KNOWN_BUGS: dict[str, KnownBug] = {
-    "hang_no_columns_width_0": KnownBug(
-        "engine bug: a rows event with no columns present (width 0) and row data loops forever in the "
+FOUND_BUGS: dict[str, FoundBug] = {
+    "hang_no_columns_width_0": FoundBug(
+        "was: a rows event with no columns present (width 0) and row data loops forever in the "
         "compiled row decoder (columns.py RowDecoder: the loop `while pos < end` never advances)",
         Mutated("mysql-bin.checksum-none", (Overwrite(1379, b"\x00"), Truncate(1517))),
         expects=((1379, 9),),  # WRITE_ROWS at 1350: column count 9 at body offset 10
     ),
-    "hang_no_columns_bitmap_zero": KnownBug(
-        "engine bug: a rows event whose columns-present bitmap is all zero (CRC32 valid) loops forever "
+    "hang_no_columns_bitmap_zero": FoundBug(
+        "was: a rows event whose columns-present bitmap is all zero (CRC32 valid) loops forever "
         "in the compiled row decoder: each row consumes 0 bytes",
         Mutated("relay-bin-m2.000002", (Overwrite(2437, b"\x00\x00"), Truncate(2590)), fix_crc=True),
         expects=((2436, 11), (2437, 0xFF), (2438, 0x07)),  # WRITE_ROWS_V1 at 2409: width 11, bitmap ff07
     ),
-    "vector_length_not_multiple_of_4": KnownBug(
-        "engine bug: a VECTOR value whose length is not a multiple of 4 raises TypeError (memoryview.cast) "
+    "vector_length_not_multiple_of_4": FoundBug(
+        "was: a VECTOR value whose length is not a multiple of 4 raises TypeError (memoryview.cast) "
         "out of decode_rows_event; the CLI prints a traceback",
         Mutated("vector.binlog", (Overwrite(1125, b"\x0d"), Truncate(1170)), fix_crc=True),
         expects=((1125, 12),),  # WRITE_ROWS at 1085: vector_column length 12
     ),
-    "hires_temporal_meta_over_6": KnownBug(
-        "engine bug: a MariaDB hires DATETIME/TIME/TIMESTAMP column with fractional digits > 6 in its "
+    "hires_temporal_meta_over_6": FoundBug(
+        "was: a MariaDB hires DATETIME/TIME/TIMESTAMP column with fractional digits > 6 in its "
         "table map raises IndexError while compiling the row decoder (columns.py value_lines)",
         Mutated(
             "relay-bin-m2.000002",
@@ -278,8 +277,8 @@ KNOWN_BUGS: dict[str, KnownBug] = {
         ),
         expects=((2291, 18), (2304, 6)),  # TABLE_MAP at 2240: column 6 DATETIME2 with meta 6
     ),
-    "line_break_in_table_name": KnownBug(
-        "engine bug: error messages embed decoded schema/table names verbatim; a name holding a line "
+    "line_break_in_table_name": FoundBug(
+        "was: error messages embed decoded schema/table names verbatim; a name holding a line "
         "break makes the error (and the CLI's stderr) two lines",
         Mutated(
             "vector.binlog", (Overwrite(1032, b"\n"), Overwrite(1114, b"\x03"), Truncate(1170)), fix_crc=True
@@ -287,38 +286,6 @@ KNOWN_BUGS: dict[str, KnownBug] = {
         expects=((1032, ord("d")), (1114, 2)),  # TABLE_MAP at 1004: schema 'dtb'; WRITE_ROWS width 2
     ),
 }
-
-
-def rows_event_would_hang(event: RowsEvent) -> bool:
-    """KNOWN_BUGS hang_*: no image has a column present, so no row ever consumes a byte."""
-    return (
-        bool(event.rows_data)
-        and not event.partial
-        and not any(event.columns_before)
-        and not any(event.columns_after or ())
-    )
-
-
-def known_rows_bug(exc: Exception, table_map: TableMap) -> str | None:
-    """Which KNOWN_BUGS entry an exception out of decode_rows_event is, if any."""
-    if isinstance(exc, TypeError) and "memoryview" in str(exc) and COLUMN_VECTOR in table_map.column_types:
-        return "vector_length_not_multiple_of_4"
-    if (
-        isinstance(exc, IndexError)
-        and table_map.mariadb
-        and any(
-            t in OLD_TEMPORALS and m > 6
-            for t, m in zip(table_map.column_types, table_map.column_meta, strict=False)
-        )
-    ):
-        return "hires_temporal_meta_over_6"
-    if (
-        isinstance(exc, ValueError)
-        and _has_line_break(str(exc))
-        and _has_line_break(table_map.schema + table_map.table)
-    ):
-        return "line_break_in_table_name"
-    return None
 
 
 def _has_line_break(text: str) -> bool:
@@ -334,7 +301,6 @@ def _has_line_break(text: str) -> bool:
 class Outcome:
     error: BinlogError | None = None  # what the reader reported
     rows_error: tuple[int, str] | None = None  # (event pos, message) of a malformed row image
-    known_bug: str | None = None
 
 
 class _TimeUp(BaseException):
@@ -361,7 +327,7 @@ def time_and_memory_limits() -> Iterator[None]:
     assert peak < PEAK_LIMIT, f"decoding allocated {peak / 2**20:.0f} MiB"
 
 
-def decode_everything(path: Path, tolerate_known_bugs: bool) -> Outcome:
+def decode_everything(path: Path) -> Outcome:
     """Every event, info() for each, and every rows event decoded against its table map."""
     table_maps: dict[int, TableMap] = {}
     try:
@@ -375,21 +341,13 @@ def decode_everything(path: Path, tolerate_known_bugs: bool) -> Outcome:
                 if not isinstance(event, RowsEvent) or event.table_id not in table_maps:
                     continue  # the CLI shows "no table map" for the latter, not an error
                 table_map = table_maps[event.table_id]
-                if tolerate_known_bugs and rows_event_would_hang(event):
-                    return Outcome(known_bug="hang_no_columns")
                 try:
                     decode_rows_event(event, table_map).rows()
                 except ValueError as exc:
                     # decode_rows_event reports malformed row images as ValueError, which the
                     # CLI turns into its one-line error; acceptable only as one line.
-                    if tolerate_known_bugs and known_rows_bug(exc, table_map):
-                        return Outcome(known_bug=known_rows_bug(exc, table_map))
                     assert not _has_line_break(str(exc)), f"multi-line row error: {str(exc)!r}"
                     return Outcome(rows_error=(logged.pos, str(exc)))
-                except (TypeError, IndexError) as exc:
-                    if tolerate_known_bugs and (bug := known_rows_bug(exc, table_map)):
-                        return Outcome(known_bug=bug)
-                    raise
     except RelaydeckError as exc:
         assert isinstance(exc, BinlogError), f"a RelaydeckError without file and position: {exc}"
         return Outcome(error=exc)
@@ -426,7 +384,7 @@ def test_every_seed_decodes_cleanly_before_mutation(workdir: Path) -> None:
     for name in SEEDS:
         path, _ = write_mutated(workdir, Mutated(name, ()))
         with time_and_memory_limits():
-            assert decode_everything(path, tolerate_known_bugs=False) == Outcome(), name
+            assert decode_everything(path) == Outcome(), name
 
 
 def test_the_seeds_cover_checksummed_and_unchecksummed_logs() -> None:
@@ -441,22 +399,20 @@ def test_the_seeds_cover_checksummed_and_unchecksummed_logs() -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(mutated=mutated_files)
-@example(mutated=KNOWN_BUGS["hang_no_columns_width_0"].reproducer)
-@example(mutated=KNOWN_BUGS["hang_no_columns_bitmap_zero"].reproducer)
-@example(mutated=KNOWN_BUGS["vector_length_not_multiple_of_4"].reproducer)
-@example(mutated=KNOWN_BUGS["hires_temporal_meta_over_6"].reproducer)
-@example(mutated=KNOWN_BUGS["line_break_in_table_name"].reproducer)
+@example(mutated=FOUND_BUGS["hang_no_columns_width_0"].reproducer)
+@example(mutated=FOUND_BUGS["hang_no_columns_bitmap_zero"].reproducer)
+@example(mutated=FOUND_BUGS["vector_length_not_multiple_of_4"].reproducer)
+@example(mutated=FOUND_BUGS["hires_temporal_meta_over_6"].reproducer)
+@example(mutated=FOUND_BUGS["line_break_in_table_name"].reproducer)
 def test_mutated_fixture_decodes_or_fails_with_one_located_error(mutated: Mutated, workdir: Path) -> None:
     path, data = write_mutated(workdir, mutated)
     with time_and_memory_limits():
-        outcome = decode_everything(path, tolerate_known_bugs=True)
+        outcome = decode_everything(path)
     if outcome.error is not None:
         check_located_error(outcome.error, path, data)
         note_event(f"error: {type(outcome.error).__name__}")
     elif outcome.rows_error is not None:
         note_event("error: malformed row image")
-    elif outcome.known_bug is not None:
-        note_event(f"known engine bug: {outcome.known_bug}")
     else:
         note_event("decoded completely")
 
@@ -502,23 +458,11 @@ JSON_SEED = "json.binlog.000001"
 def test_mutated_fixture_through_the_cli_keeps_the_one_line_contract(
     mode: list[str], mutated: Mutated, workdir: Path
 ) -> None:
-    # Text-mode --rows cannot print the partial-JSON updates of this seed at all (see
-    # test_seed_through_the_cli_decodes_cleanly); --json mode covers it.
-    assume(not (mode == ["--rows"] and mutated.seed == JSON_SEED))
     path, _ = write_mutated(workdir, mutated)
     with time_and_memory_limits():
-        expected = decode_everything(path, tolerate_known_bugs=True)
-    assume(expected.known_bug is None)  # those have their own xfail tests below
+        expected = decode_everything(path)
     returncode, stderr = run_cli("events", *mode, path)
     check_cli_contract(returncode, stderr, path, expected)
-
-
-_RENDER_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: `events --rows` (text) on the unmodified json.binlog.000001 raises TypeError in "
-    "engine/render.py float_text: the PARTIAL_UPDATE_ROWS after image is a list of JsonDiff, which "
-    "value_text takes for a VECTOR (list of floats)",
-)
 
 
 @pytest.mark.parametrize(
@@ -528,7 +472,6 @@ _RENDER_BUG = pytest.mark.xfail(
             name,
             mode,
             id=f"{name}-{label}",
-            marks=_RENDER_BUG if (name, label) == (JSON_SEED, "text") else (),
         )
         for name in SEEDS
         for label, mode in (("text", ["--rows"]), ("json", ["--json", "--rows"]))
@@ -543,25 +486,22 @@ def test_seed_through_the_cli_decodes_cleanly(seed: str, mode: list[str], workdi
 
 
 # ---------------------------------------------------------------------------
-# Regression tests for the engine bugs found (strict: they pass once the engine is fixed)
+# Regression tests for the engine bugs this property found
 # ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "bug",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=bug.reason))
-        for name, bug in KNOWN_BUGS.items()
-    ],
+    [pytest.param(name, id=name) for name in FOUND_BUGS],
 )
 def test_found_reproducer_fails_with_one_located_error(bug: str, workdir: Path) -> None:
-    known = KNOWN_BUGS[bug]
+    known = FOUND_BUGS[bug]
     original = seed_bytes(known.reproducer.seed)
     for offset, value in known.expects:  # the reproducer still targets what it was built for
         assert original[offset] == value, (bug, offset, original[offset])
     path, data = write_mutated(workdir, known.reproducer)
     with time_and_memory_limits():
-        outcome = decode_everything(path, tolerate_known_bugs=False)
+        outcome = decode_everything(path)
     if outcome.error is not None:
         check_located_error(outcome.error, path, data)
     # End to end: no traceback, no hang, one line (or a clean exit).

@@ -35,7 +35,11 @@ def assert_tables_equal(slave_path: Path, expected: dict[tuple[str, str], Path])
             want = path.read_text(encoding="utf-8")
             if got != want:
                 diff = "".join(
-                    list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "expected", "slave", n=1))[:40]
+                    list(
+                        difflib.unified_diff(
+                            want.splitlines(True), got.splitlines(True), "expected", "slave", n=1
+                        )
+                    )[:40]
                 )
                 pytest.fail(f"{key[0]}.{key[1]} differs:\n{diff}")
     finally:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..binlog.columns import decode_rows_event
-from ..binlog.events import Intvar, Query, Rand, RowsEvent, TableMap, UserVar
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
+from ..binlog.events import Intvar, Query, Rand, RowsEvent, TableMap, UserVar
 from ..slave.database import Slave
 from ..slave.ddl import DdlTranslator
 from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier

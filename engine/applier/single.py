@@ -24,7 +24,7 @@ from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
 from ..slave.rowapply import ApplyError
-from ..transactions import Incomplete, Transaction, TransactionAssembler
+from ..transactions import Transaction, TransactionAssembler
 from .executor import TransactionExecutor, is_structural
 
 ER_UNKNOWN_ERROR = 1105
@@ -34,7 +34,9 @@ ER_INCIDENT = 1590
 class ChannelError(RelaydeckError):
     """The channel stopped on an apply error; the slave holds every transaction before it."""
 
-    def __init__(self, channel: str, errno: int, message: str, transaction: str | None, position: str | None) -> None:
+    def __init__(
+        self, channel: str, errno: int, message: str, transaction: str | None, position: str | None
+    ) -> None:
         self.channel = channel
         self.errno = errno
         self.message = message
@@ -128,8 +130,11 @@ class ChannelApplier:
         start_file = self.progress.relay_log_file
         if start_file is not None and start_file not in {p.name for p in self.logs.files}:
             raise ChannelError(
-                self.channel, 1372, f"relay log file {start_file} the slave stopped in is not in the index",
-                None, f"{start_file}:{self.progress.relay_log_pos}",
+                self.channel,
+                1372,
+                f"relay log file {start_file} the slave stopped in is not in the index",
+                None,
+                f"{start_file}:{self.progress.relay_log_pos}",
             )
         events = stream_events(self.logs, start_file=start_file, start_pos=self.progress.relay_log_pos)
         assembler = TransactionAssembler()
@@ -157,8 +162,10 @@ class ChannelApplier:
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._commit(batch)
                         raise ChannelError(
-                            self.channel, ER_INCIDENT,
-                            f"The incident {item.event.info()} occurred on the source", None,
+                            self.channel,
+                            ER_INCIDENT,
+                            f"The incident {item.event.info()} occurred on the source",
+                            None,
                             f"{item.log_name}:{item.pos}",
                         )
                     if self.on_progress is not None:
@@ -221,7 +228,12 @@ class ChannelApplier:
                 executed.add(txn.gtid)
             commits.append(
                 CommitRecord(
-                    self.channel, seqno, txn.gtid, txn.end.log_name, txn.end.pos, txn.source_log_file,
+                    self.channel,
+                    seqno,
+                    txn.gtid,
+                    txn.end.log_name,
+                    txn.end.pos,
+                    txn.source_log_file,
                     txn.source_end_pos,
                 )
             )

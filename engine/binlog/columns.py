@@ -501,7 +501,7 @@ class RowDecoder:
         if event.column_count > len(self.columns):
             raise ValueError(
                 f"rows event has {event.column_count} columns, table map of "
-                f"{table_map.schema}.{table_map.table} has {len(self.columns)}"
+                f"{_where(table_map)} has {len(self.columns)}"
             )
         self.before_present = event.columns_before
         self.after_present = event.columns_after
@@ -518,17 +518,20 @@ class RowDecoder:
         src = [f"def decode(buf, pos, end, {', '.join(params)}):" if params else "def decode(buf, pos, end):"]
         src.append("    rows = 0")
         src.append("    while pos < end:")
+        src.append("        start = pos")
         body = _image_lines(gen, self.columns, event.columns_before, "b", False)
         if two:
             if event.partial:
                 body += _partial_after_lines(gen, self.columns, event.columns_after)
             else:
                 body += _image_lines(gen, self.columns, event.columns_after, "a", False)
+        # an image of no columns takes no bytes: a corrupt event must not loop forever
+        body.append("if pos == start: raise ValueError('row image holds no columns')")
         body.append("rows += 1")
         src.extend("        " + line for line in body)
         src.append("    return pos, rows")
         code = "\n".join(src)
-        exec(compile(code, f"<row decoder {table_map.schema}.{table_map.table}>", "exec"), gen.namespace)
+        exec(compile(code, "<row decoder>", "exec"), gen.namespace)
         self._decode = gen.namespace["decode"]
         self.source = code
 
@@ -540,7 +543,7 @@ class RowDecoder:
         appenders = [v.append for v in first.values()] + [v.append for v in second.values()]
         try:
             end, count = self._decode(data, 0, len(data), *appenders)
-        except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError) as exc:
+        except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
             raise ValueError(f"row image of {_where(table_map)} is malformed: {exc}") from None
         if end != len(data):
             raise ValueError(f"row image of {_where(table_map)} runs {end - len(data)} bytes past its event")
@@ -552,7 +555,8 @@ class RowDecoder:
 
 
 def _where(table_map: TableMap) -> str:
-    return f"`{table_map.schema}`.`{table_map.table}`"
+    # names come from the log: keep control characters from breaking the one-line error
+    return repr(f"{table_map.schema}.{table_map.table}")
 
 
 _CACHE: OrderedDict[tuple, RowDecoder] = OrderedDict()
@@ -560,7 +564,11 @@ _CACHE_SIZE = 4096
 
 
 def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
-    """Decode a rows event with the decoder compiled for its table map (cached across table ids)."""
+    """Decode a rows event with the decoder compiled for its table map (cached across table ids).
+
+    Malformed row images raise ValueError with a one-line message; callers add the file and
+    position they know (the event itself does not).
+    """
     key = (
         table_map.raw_metadata_key,
         event.kind,
@@ -570,7 +578,12 @@ def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
     )
     decoder = _CACHE.get(key)
     if decoder is None:
-        decoder = RowDecoder(table_map, event)
+        try:
+            decoder = RowDecoder(table_map, event)
+        except (IndexError, KeyError, TypeError) as exc:  # metadata out of any valid range
+            raise ValueError(
+                f"table map of {_where(table_map)} has column metadata no server writes ({exc})"
+            ) from None
         _CACHE[key] = decoder
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)

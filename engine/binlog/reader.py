@@ -200,7 +200,9 @@ class BinlogFile:
                     state.ignored_events += 1
                     if pos >= start:
                         body = data[pos + COMMON_HEADER_LEN : body_end]
-                        yield LoggedEvent(IgnoredEvent(header, body), name, pos, next_pos, state.source_log_file or name)
+                        yield LoggedEvent(
+                            IgnoredEvent(header, body), name, pos, next_pos, state.source_log_file or name
+                        )
                     pos = next_pos
                     continue
                 raise UnknownEvent(name, pos, f"unknown event type {type_code} without the ignorable flag")

@@ -167,9 +167,15 @@ class Slave:
         self.con.execute(
             f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.progress VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                progress.channel, progress.relay_log_file, progress.relay_log_pos, progress.source_log_file,
-                progress.source_log_pos, progress.executed_gtids, progress.transactions,
-                progress.last_transaction, now,
+                progress.channel,
+                progress.relay_log_file,
+                progress.relay_log_pos,
+                progress.source_log_file,
+                progress.source_log_pos,
+                progress.executed_gtids,
+                progress.transactions,
+                progress.last_transaction,
+                now,
             ],
         )
         if commits:
@@ -200,7 +206,9 @@ class Slave:
 
     def save_catalog(self, catalog: Catalog) -> None:
         """Inside the open transaction, with the DDL that produced it (begin(changes_definitions=True))."""
-        self.con.execute(f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.catalog VALUES (1, ?)", [catalog.to_json()])
+        self.con.execute(
+            f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.catalog VALUES (1, ?)", [catalog.to_json()]
+        )
         self._db.catalog = catalog
         self._catalog_changed = True
 

@@ -17,6 +17,7 @@ from .database import Slave
 from .rowapply import quote_ident, table_ref
 from .schema import MysqlColumn, MysqlTable
 
+
 def _fsp(column: MysqlColumn) -> int:
     return column.fsp or 0
 
@@ -60,9 +61,11 @@ def mysql_text(value: Any, column: MysqlColumn) -> str | None:
     return text
 
 
-def csv_field(text: str | None) -> str:
+def csv_field(text: str | None, binary: bool = False) -> str:
     if text is None:
         return "\\N"
+    if binary:
+        return text  # lowercase hex: never needs quotes, and an empty value stays bare
     if text == "" or any(c in text for c in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
@@ -78,5 +81,7 @@ def export_csv(slave: Slave, table: MysqlTable) -> str:
     ).fetchall()
     lines = [",".join(csv_field(n) for n in names)]
     for row in rows:
-        lines.append(",".join(csv_field(mysql_text(v, c)) for v, c in zip(row, table.columns, strict=True)))
+        lines.append(
+            ",".join(csv_field(mysql_text(v, c), c.binary) for v, c in zip(row, table.columns, strict=True))
+        )
     return "\n".join(lines) + "\n"

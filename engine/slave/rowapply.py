@@ -60,21 +60,36 @@ def _is_text_target(column: MysqlColumn) -> bool:
     if column.binary:
         return False
     return base in {
-        "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json",
+        "char",
+        "varchar",
+        "tinytext",
+        "text",
+        "mediumtext",
+        "longtext",
+        "enum",
+        "set",
+        "json",
     }
 
 
 def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa.Array:
     """Decoded values -> an Arrow array the slave column takes without loss."""
     arrow_type = info.arrow_type()
-    if info.type_code in (ColumnType.ENUM, ColumnType.SET) and info.enum_values is None and info.set_values is None:
+    if (
+        info.type_code in (ColumnType.ENUM, ColumnType.SET)
+        and info.enum_values is None
+        and info.set_values is None
+    ):
         names = target.elements
         if names:  # the table map did not log the strings: the slave's definition has them
             if info.type_code == ColumnType.ENUM:
-                values = [None if v is None else (names[v - 1] if 0 < v <= len(names) else "") for v in values]
+                values = [
+                    None if v is None else (names[v - 1] if 0 < v <= len(names) else "") for v in values
+                ]
             else:
                 values = [
-                    None if v is None else ",".join(n for i, n in enumerate(names) if v >> i & 1) for v in values
+                    None if v is None else ",".join(n for i, n in enumerate(names) if v >> i & 1)
+                    for v in values
                 ]
             return pa.array(values, type=pa.string())
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
@@ -195,9 +210,7 @@ class RowApplier:
     @staticmethod
     def _full_images(images: RowImages) -> bool:
         width = len(images.columns)
-        return all(
-            image is None or len(image) == width for image in (images.before, images.after)
-        )
+        return all(image is None or len(image) == width for image in (images.before, images.after))
 
     @staticmethod
     def _position(table: MysqlTable, name: str) -> int:
@@ -229,7 +242,13 @@ class RowApplier:
         return pa.Table.from_arrays(arrays, names=names)
 
     def _check(
-        self, target: str, name: str, keys: list[str], key_names: list[str], join: str, partition: str,
+        self,
+        target: str,
+        name: str,
+        keys: list[str],
+        key_names: list[str],
+        join: str,
+        partition: str,
         table: MysqlTable,
     ) -> None:
         """MySQL's errors 1062/1032, decided by each key's first operation in the batch."""
@@ -251,7 +270,10 @@ class RowApplier:
                 ER_KEY_NOT_FOUND,
                 f"Could not execute row event on table {where}; Can't find record in '{table.name}' (key {key_text})",
             )
-        raise ApplyError(ER_DUP_ENTRY, f"Could not execute row event on table {where}; Duplicate entry '{key_text}' for key 'PRIMARY'")
+        raise ApplyError(
+            ER_DUP_ENTRY,
+            f"Could not execute row event on table {where}; Duplicate entry '{key_text}' for key 'PRIMARY'",
+        )
 
     def _apply_row_by_row(self, images: RowImages, table: MysqlTable) -> None:
         """MySQL's own way for tables without a key and for partial images: match the before image."""
@@ -287,7 +309,9 @@ class RowApplier:
             self.rows_applied += 1
 
     @staticmethod
-    def _by_position(image: dict[str, Any], infos: tuple[ColumnInfo, ...], table: MysqlTable) -> dict[int, Any]:
+    def _by_position(
+        image: dict[str, Any], infos: tuple[ColumnInfo, ...], table: MysqlTable
+    ) -> dict[int, Any]:
         by_name = {info.name: info for info in infos}
         out: dict[int, Any] = {}
         for name, value in image.items():
@@ -305,6 +329,10 @@ def _concat(chunks: list[pa.Array]) -> pa.Array:
     types = {c.type for c in chunks}
     if len(types) > 1:
         # e.g. one event logged strings as text, another as bytes: unify on the widest form
-        target = pa.large_string() if any(pa.types.is_large_string(t) or pa.types.is_string(t) for t in types) else chunks[0].type
+        target = (
+            pa.large_string()
+            if any(pa.types.is_large_string(t) or pa.types.is_string(t) for t in types)
+            else chunks[0].type
+        )
         chunks = [c.cast(target) for c in chunks]
     return pa.concat_arrays(chunks)

@@ -335,7 +335,9 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
             raise ValueError(f"unknown catalog format {data.get('format')!r}")
         return cls(
             tables=[MysqlTable.from_dict(t) for t in data["tables"]],
-            databases=[MysqlDatabase(d["name"], d.get("charset"), d.get("collation")) for d in data["databases"]],
+            databases=[
+                MysqlDatabase(d["name"], d.get("charset"), d.get("collation")) for d in data["databases"]
+            ],
             lower_case_table_names=data.get("lower_case_table_names", 0),
             views=[(v[0], v[1]) for v in data.get("views", ())],
             temporary=[MysqlTable.from_dict(t) for t in data.get("temporary", ())],

@@ -74,7 +74,8 @@ def literal(value: object) -> exp.Expression:
     if isinstance(value, int | Decimal):
         return exp.Literal.number(str(value))
     if isinstance(value, float):
-        return exp.Literal.number(repr(value))
+        # a DOUBLE as in MySQL; a bare literal would be DECIMAL in DuckDB and overflow in arithmetic
+        return exp.Cast(this=exp.Literal.number(repr(value)), to=exp.DataType.build("DOUBLE"))
     if isinstance(value, bytes):
         return exp.Unhex(this=exp.Literal.string(value.hex()))
     return exp.Literal.string(str(value))
@@ -91,7 +92,9 @@ class StatementTranslator:
         try:
             tree = sqlglot.parse_one(sql, read="mysql")
         except sqlglot.errors.ParseError as exc:
-            raise UntranslatableStatement(sql, f"MySQL syntax not understood ({str(exc).splitlines()[0]})") from None
+            raise UntranslatableStatement(
+                sql, f"MySQL syntax not understood ({str(exc).splitlines()[0]})"
+            ) from None
         if not isinstance(tree, exp.Insert | exp.Update | exp.Delete):
             raise UntranslatableStatement(sql, f"not a DML statement ({type(tree).__name__})")
         self._check_supported(sql, tree)
@@ -112,14 +115,20 @@ class StatementTranslator:
     @staticmethod
     def _check_supported(sql: str, tree: exp.Expression) -> None:
         if isinstance(tree, exp.Insert):
-            if tree.args.get("conflict") or tree.args.get("ignore") or "REPLACE" == sql.lstrip().split()[0].upper():
+            if (
+                tree.args.get("conflict")
+                or tree.args.get("ignore")
+                or "REPLACE" == sql.lstrip().split()[0].upper()
+            ):
                 raise UntranslatableStatement(
                     sql, "INSERT IGNORE / REPLACE / ON DUPLICATE KEY UPDATE in statement format"
                 )
         tables = [t for t in tree.find_all(exp.Table)]
-        if isinstance(tree, exp.Update | exp.Delete) and (tree.args.get("from") or tree.args.get("joins") or (
-            isinstance(tree.this, exp.Table) and tree.this.args.get("joins")
-        )):
+        if isinstance(tree, exp.Update | exp.Delete) and (
+            tree.args.get("from")
+            or tree.args.get("joins")
+            or (isinstance(tree.this, exp.Table) and tree.this.args.get("joins"))
+        ):
             raise UntranslatableStatement(sql, "multi-table UPDATE/DELETE in statement format")
         if not tables:
             raise UntranslatableStatement(sql, "no table")
@@ -153,14 +162,24 @@ class StatementTranslator:
                 func.replace(literal(int(ctx.timestamp)))
             elif fname in ("SYSDATE", "UTC_TIMESTAMP", "NOW"):
                 func.replace(_timestamp_literal(ctx.timestamp))
-            elif fname in ("UUID", "UUID_SHORT", "CONNECTION_ID", "USER", "CURRENT_USER", "FOUND_ROWS", "ROW_COUNT"):
+            elif fname in (
+                "UUID",
+                "UUID_SHORT",
+                "CONNECTION_ID",
+                "USER",
+                "CURRENT_USER",
+                "FOUND_ROWS",
+                "ROW_COUNT",
+            ):
                 raise UntranslatableStatement(sql, f"{fname}() cannot be reproduced from the relay log")
         for node in list(tree.find_all(*_NOW_FUNCTIONS)):
             node.replace(_timestamp_literal(ctx.timestamp))
         for node in list(tree.find_all(exp.CurrentDate)):
             node.replace(exp.Cast(this=_timestamp_literal(ctx.timestamp), to=exp.DataType.build("DATE")))
 
-    def _insert(self, sql: str, tree: exp.Insert, ctx: SessionContext, catalog: Catalog, rand: MysqlRand | None) -> str:
+    def _insert(
+        self, sql: str, tree: exp.Insert, ctx: SessionContext, catalog: Catalog, rand: MysqlRand | None
+    ) -> str:
         target = tree.this
         table_expr = target.this if isinstance(target, exp.Schema) else target
         table = catalog.get((table_expr.db, table_expr.name)) if isinstance(table_expr, exp.Table) else None
@@ -191,7 +210,9 @@ class StatementTranslator:
             if needs_id:
                 assert isinstance(target, exp.Schema) and auto is not None and ctx.insert_id is not None
                 if not isinstance(source, exp.Select):
-                    raise UntranslatableStatement(sql, "INSERT … SELECT with a set operation and AUTO_INCREMENT")
+                    raise UntranslatableStatement(
+                        sql, "INSERT … SELECT with a set operation and AUTO_INCREMENT"
+                    )
                 # Number the rows in the order the SELECT produces them (its ORDER BY); each takes
                 # the next AUTO_INCREMENT value, as on the source.
                 inner = source.copy()
@@ -203,7 +224,9 @@ class StatementTranslator:
                 base = ctx.insert_id - ctx.auto_increment_increment
                 id_expr = exp.Add(
                     this=literal(base),
-                    expression=exp.Mul(this=exp.column("__rn"), expression=literal(ctx.auto_increment_increment)),
+                    expression=exp.Mul(
+                        this=exp.column("__rn"), expression=literal(ctx.auto_increment_increment)
+                    ),
                 )
                 outer = exp.select(*[exp.column(f"__c{i}") for i in range(width)], id_expr).from_(
                     exp.alias_(exp.Subquery(this=inner), "__numbered")
@@ -260,7 +283,12 @@ class StatementTranslator:
             single.set("order", None)
             for node in list(single.find_all(exp.Rand)):
                 node.replace(literal(rand.next()))
-            match = exp.and_(*[exp.EQ(this=exp.column(k), expression=literal(v)) for k, v in zip(table.primary_key, row, strict=True)])
+            match = exp.and_(
+                *[
+                    exp.EQ(this=exp.column(k), expression=literal(v))
+                    for k, v in zip(table.primary_key, row, strict=True)
+                ]
+            )
             single.set("where", exp.Where(this=match))
             yield single.sql(dialect="duckdb", identify=True)
 

@@ -141,7 +141,9 @@ def convert_expression(value: str, old: MysqlColumn, new: MysqlColumn, *, time_z
     ob, nb = old.base_type, new.base_type
 
     if ob == "set" and nb in NUMERIC_TYPES or nb == "set" and ob in NUMERIC_TYPES:
-        raise ConversionError(f"converting {old.mysql_type} to {new.mysql_type} (SET bitmasks) is not supported")
+        raise ConversionError(
+            f"converting {old.mysql_type} to {new.mysql_type} (SET bitmasks) is not supported"
+        )
     if ob == "enum" and nb in NUMERIC_TYPES:
         # MySQL turns an ENUM into its 1-based member index ('' is 0).
         index = f"coalesce(list_position({_string_list(old.elements)}, {value}), 0)"
