@@ -6,15 +6,26 @@ Used by the single applier and by every worker of the multi-threaded one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..binlog.columns import decode_rows_event
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
 from ..binlog.events import Intvar, Query, Rand, RowsEvent, TableMap, UserVar
 from ..slave.database import Slave
 from ..slave.ddl import DdlTranslator
-from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier
+from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ident, table_ref
+from ..slave.schema import Catalog
 from ..slave.statements import SessionContext, StatementTranslator
+from ..slave.types import duckdb_type
+
+# The source's temporary tables live as real tables here, one name per (session, database, table):
+# statement-format DML reads and writes them, and they outlast an applier restart like the
+# source's session did. The name is never parsed back: the catalog keeps the model under it.
+TEMPORARY_SCHEMA = "__relaydeck_tmp"
+
+
+def temporary_name(thread_id: int, schema: str, name: str) -> str:
+    return f"{thread_id}/{schema}/{name}"
 from ..transactions import Transaction, statement_verb
 
 # Statements that only delimit a transaction: their effect is the grouping itself.
@@ -54,8 +65,6 @@ class TransactionExecutor:
         self.ddl = DdlTranslator()
         self.statements = StatementTranslator()
         self._table_maps: dict[int, TableMap] = {}
-        # temporary tables: (thread id, name) -> the slave table standing in for it
-        self.temporary: dict[tuple[int, str], tuple[str, str]] = {}
 
     def apply(self, txn: Transaction) -> None:
         session = _Session()
@@ -105,6 +114,7 @@ class TransactionExecutor:
             return
         self.rows.flush()  # statements see every row change logged before them
         database = event.database or None
+        temporaries = self._session_temporaries(event.thread_id)
         if verb in _DML:
             context = SessionContext(
                 default_db=database,
@@ -117,12 +127,54 @@ class TransactionExecutor:
                 auto_increment_increment=event.status.auto_increment_increment or 1,
                 auto_increment_offset=event.status.auto_increment_offset or 1,
                 sql_mode=event.status.sql_mode or 0,
+                temporary_tables={key: (TEMPORARY_SCHEMA, slave_name) for key, slave_name in temporaries.items()},
             )
             for sql in self.statements.translate(event.query, context, self.slave.catalog, self.slave.con):
                 self.slave.con.execute(sql)
             return
-        plan = self.ddl.translate(event.query, database, self.slave.catalog)
+        session_catalog = self.slave.catalog.copy()
+        for (schema, name), slave_name in temporaries.items():
+            model = session_catalog[(TEMPORARY_SCHEMA, slave_name)]
+            session_catalog.set_temporary(replace(model, schema=schema, name=name, temporary=True))
+        plan = self.ddl.translate(event.query, database, session_catalog, timestamp=float(timestamp))
         for sql in plan.statements:
             self.slave.con.execute(sql)
-        if plan.catalog is not self.slave.catalog:
-            self.slave.save_catalog(plan.catalog)
+        catalog = self._realize_temporaries(event, plan.kind, temporaries, plan.catalog)
+        self.slave.save_catalog(catalog)
+
+    def _session_temporaries(self, thread_id: int) -> dict[tuple[str, str], str]:
+        """This source session's temporary tables: (database, name) -> name in TEMPORARY_SCHEMA."""
+        prefix = f"{thread_id}/"
+        out = {}
+        for schema, slave_name in self.slave.catalog:
+            if schema == TEMPORARY_SCHEMA and slave_name.startswith(prefix):
+                _, db, name = slave_name.split("/", 2)
+                out[(db, name)] = slave_name
+        return out
+
+    def _realize_temporaries(
+        self, event: Query, kind: str, before: dict[tuple[str, str], str], catalog: Catalog
+    ) -> Catalog:
+        """Create, drop or empty the slave tables behind the session's temporary tables."""
+        after = {key: table for key, table in catalog.temporary.items()}
+        for key in list(after):
+            catalog.remove_temporary(*key)
+        con = self.slave.con
+        for key, slave_name in before.items():
+            if key not in after:
+                con.execute(f"DROP TABLE IF EXISTS {table_ref(TEMPORARY_SCHEMA, slave_name)}")
+                del catalog[(TEMPORARY_SCHEMA, slave_name)]
+        for key, table in after.items():
+            slave_name = temporary_name(event.thread_id, *key)
+            model = replace(table, schema=TEMPORARY_SCHEMA, name=slave_name, temporary=False)
+            old = catalog.get((TEMPORARY_SCHEMA, slave_name))
+            if key not in before:
+                columns = ", ".join(f"{quote_ident(c.name)} {duckdb_type(c)}" for c in model.columns)
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(TEMPORARY_SCHEMA)}")
+                con.execute(f"CREATE TABLE {table_ref(TEMPORARY_SCHEMA, slave_name)} ({columns})")
+            elif statement_verb(event.query) == "TRUNCATE":
+                con.execute(f"DELETE FROM {table_ref(TEMPORARY_SCHEMA, slave_name)}")
+            elif old is not None and old.columns != model.columns:
+                raise ApplyError(1105, "ALTER TABLE of a temporary table is not supported by relaydeck")
+            catalog[(TEMPORARY_SCHEMA, slave_name)] = model
+        return catalog

@@ -164,10 +164,16 @@ def render_value(ctype: ColumnTypeInfo, value: object) -> str | None:
     raise TypeError(f"no rendering for {ctype.sql}")
 
 
-def csv_field(text: str | None) -> str:
-    """One CSV field: \\N for NULL, quoted only when empty or holding , \" CR or LF."""
+_BINARY_BASES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+
+
+def csv_field(text: str | None, binary: bool = False) -> str:
+    """One CSV field: \\N for NULL, quoted only when empty or holding , \" CR or LF; binary values
+    are bare hex (an empty one too), as in the MariaDB capture's expected tables."""
     if text is None:
         return NULL_TEXT
+    if binary:
+        return text
     if text == "" or any(ch in text for ch in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
@@ -358,7 +364,11 @@ class Oracle:
             types = [c.type for c in table.columns]
             for pk in sorted(state.rows, key=_pk_sort_key):
                 row = state.rows[pk]
-                lines.append(",".join(csv_field(render_value(t, v)) for t, v in zip(types, row, strict=True)))
+                lines.append(
+                    ",".join(
+                        csv_field(render_value(t, v), t.base in _BINARY_BASES) for t, v in zip(types, row, strict=True)
+                    )
+                )
             path.write_bytes(("\n".join(lines) + "\n").encode())
             counts[qualified] = len(state.rows)
             manifest_tables[qualified] = {

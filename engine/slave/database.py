@@ -219,7 +219,8 @@ class Slave:
     def user_tables(self) -> list[tuple[str, str]]:
         rows = self.con.execute(
             "SELECT table_schema, table_name FROM information_schema.tables "
-            f"WHERE table_catalog = current_database() AND table_schema NOT IN ('{INTERNAL_SCHEMA}', 'main') "
+            f"WHERE table_catalog = current_database() "
+            f"AND table_schema NOT IN ('{INTERNAL_SCHEMA}', '{INTERNAL_SCHEMA}_tmp', 'main') "
             "AND table_type = 'BASE TABLE' ORDER BY 1, 2"
         ).fetchall()
         return [(r[0], r[1]) for r in rows]

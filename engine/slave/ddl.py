@@ -63,9 +63,9 @@ Pre-transforms (each a named function below; measured against sqlglot 30 with di
   ENGINE_ATTRIBUTE, SECONDARY_ENGINE_ATTRIBUTE, SRID, REF_SYSTEM_ID, COMPRESSED,
   WITH[OUT] SYSTEM VERSIONING). Spatial and MariaDB type names it does not know (POINT, POLYGON,
   INET6, ...) are read as named types by enabling user-defined types in the dialect.
-- `canonical_key_definition`: index definitions as `KIND name (columns)`; sqlglot rejects index
-  options (USING BTREE before or after the columns, KEY_BLOCK_SIZE, COMMENT, WITH PARSER,
-  VISIBLE/INVISIBLE, IGNORED) and misreads prefix lengths; IF NOT EXISTS is lifted out.
+- `canonical_key_definition`: every index definition as `KIND name (columns)`, options dropped:
+  sqlglot rejects PRIMARY KEY USING BTREE (a), MariaDB's IGNORED and ADD INDEX IF NOT EXISTS
+  (lifted out), and one canonical shape keeps the model builder simple.
 - `table_options`: CREATE TABLE options are read for CHARSET/COLLATE and dropped; sqlglot rejects
   many (STATS_PERSISTENT, TABLESPACE, UNION=, WITH SYSTEM VERSIONING, CHECKSUM=...) and every
   PARTITION BY clause with partition definitions; partitioning changes no data. CREATE/ALTER
@@ -76,9 +76,9 @@ Pre-transforms (each a named function below; measured against sqlglot 30 with di
   and clauses sqlglot rejects but that change no data (CONVERT TO CHARACTER SET, table options,
   ENABLE/DISABLE KEYS, partition maintenance, ...) are read from tokens or ignored.
 - `canonical_create_index`: CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX ... as
-  `CREATE [UNIQUE] INDEX name ON table (columns)` (sqlglot rejects FULLTEXT/SPATIAL, USING, and
-  trailing ALGORITHM=/LOCK=); `strip_wait_and_algorithm` drops WAIT/NOWAIT/ALGORITHM=/LOCK= from
-  DROP TABLE/DROP INDEX.
+  `CREATE [UNIQUE] INDEX name ON table (columns)` (sqlglot rejects FULLTEXT/SPATIAL, USING and
+  trailing ALGORITHM=/LOCK=, and reads prefix lengths as function calls);
+  `strip_wait_and_algorithm` drops WAIT/NOWAIT/ALGORITHM=/LOCK= from DROP TABLE/DROP INDEX.
 """
 
 from __future__ import annotations

@@ -52,9 +52,9 @@ def mysql_text(value: Any, column: MysqlColumn) -> str | None:
     if isinstance(value, float):
         return float_text(value)
     if isinstance(value, Decimal):
-        return str(value)
+        return f"{value:f}"  # positional always: MySQL prints 0.000000000, never 0E-9
     if isinstance(value, int):
-        return str(value)
+        return f"{value:04d}" if base == "year" else str(value)
     text = str(value)
     if base == "char":
         text = text.rstrip(" ")

@@ -99,7 +99,7 @@ def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa
             return pa.array(values, type=pa.large_string())
         return pa.array(values, type=arrow_type)
     if pa.types.is_decimal(arrow_type) and arrow_type.precision > 38:
-        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+        return pa.array([None if v is None else f"{v:f}" for v in values], type=pa.string())
     if arrow_type in (pa.date32(), pa.timestamp("us"), pa.timestamp("us", tz="UTC")):
         # MySQL zero dates have no DuckDB value; they become NULL (documented in the README).
         values = [None if isinstance(v, InvalidTemporal) else v for v in values]

@@ -149,7 +149,7 @@ def convert_expression(value: str, old: MysqlColumn, new: MysqlColumn, *, time_z
         index = f"coalesce(list_position({_string_list(old.elements)}, {value}), 0)"
         return f"CAST(CASE WHEN {value} IS NULL THEN NULL ELSE {index} END AS {new_type})"
     if nb == "enum" and ob in NUMERIC_TYPES:
-        member = f"{_string_list(new.elements)}[CAST({value} AS BIGINT)]"
+        member = f"list_extract({_string_list(new.elements)}, CAST({value} AS BIGINT))"
         return f"CASE WHEN {value} IS NULL THEN NULL WHEN {value} = 0 THEN '' ELSE {member} END"
 
     if old_type == "BLOB" and new_type != "BLOB":
