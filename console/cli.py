@@ -292,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--until-gtid", metavar="SET", help="stop once every GTID of SET is applied (SQL_AFTER_GTIDS)"
     )
     rep.add_argument("--until-pos", metavar="FILE:POS", help="stop at this relay-log or source-log position")
+    rep.add_argument(
+        "--group-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="commit at most N source transactions per DuckDB transaction (default 2000)",
+    )
     rep.set_defaults(func=cmd_replay)
 
     st = sub.add_parser("status", help="SHOW REPLICA STATUS from the repository")

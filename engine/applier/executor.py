@@ -26,6 +26,8 @@ TEMPORARY_SCHEMA = "__relaydeck_tmp"
 
 def temporary_name(thread_id: int, schema: str, name: str) -> str:
     return f"{thread_id}/{schema}/{name}"
+
+
 from ..transactions import Transaction, statement_verb
 
 # Statements that only delimit a transaction: their effect is the grouping itself.
@@ -127,10 +129,13 @@ class TransactionExecutor:
                 auto_increment_increment=event.status.auto_increment_increment or 1,
                 auto_increment_offset=event.status.auto_increment_offset or 1,
                 sql_mode=event.status.sql_mode or 0,
-                temporary_tables={key: (TEMPORARY_SCHEMA, slave_name) for key, slave_name in temporaries.items()},
+                temporary_tables={
+                    key: (TEMPORARY_SCHEMA, slave_name) for key, slave_name in temporaries.items()
+                },
             )
             for sql in self.statements.translate(event.query, context, self.slave.catalog, self.slave.con):
                 self.slave.con.execute(sql)
+            self._check_unique(self.statements.last_target)
             return
         session_catalog = self.slave.catalog.copy()
         for (schema, name), slave_name in temporaries.items():
@@ -141,6 +146,22 @@ class TransactionExecutor:
             self.slave.con.execute(sql)
         catalog = self._realize_temporaries(event, plan.kind, temporaries, plan.catalog)
         self.slave.save_catalog(catalog)
+
+    def _check_unique(self, key: tuple[str, str] | None) -> None:
+        """MySQL would have refused a statement that duplicates a primary key (error 1062); the slave
+        has no constraints (see slave/ddl.py), so the table is checked after the statement."""
+        table = self.slave.catalog.get(key) if key else None
+        if table is None or not table.primary_key:
+            return
+        keys = ", ".join(quote_ident(c) for c in table.primary_key)
+        dup = self.slave.con.execute(
+            f"SELECT {keys} FROM {table_ref(table.schema, table.name)} GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
+        ).fetchall()
+        if dup:
+            shown = "-".join(str(v) for v in dup[0])
+            raise ApplyError(
+                1062, f"Duplicate entry '{shown}' for key 'PRIMARY' in {table.schema}.{table.name}"
+            )
 
     def _session_temporaries(self, thread_id: int) -> dict[tuple[str, str], str]:
         """This source session's temporary tables: (database, name) -> name in TEMPORARY_SCHEMA."""

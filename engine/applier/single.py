@@ -23,11 +23,13 @@ from ..gtids import ExecutedGtids, GtidSet
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
+from ..slave.ddl import UntranslatableStatement
 from ..slave.rowapply import ApplyError
 from ..transactions import Transaction, TransactionAssembler
 from .executor import TransactionExecutor, is_structural
 
 ER_UNKNOWN_ERROR = 1105
+_APPLY_ERRORS = (ApplyError, UntranslatableStatement, duckdb.Error)
 ER_INCIDENT = 1590
 
 
@@ -203,14 +205,14 @@ class ChannelApplier:
             return
         try:
             self._apply_and_commit(batch)
-        except (ApplyError, duckdb.Error) as exc:
+        except _APPLY_ERRORS as exc:
             self._rollback()
             if len(batch) == 1:
                 raise self._channel_error(batch[0], exc) from None
             for txn in batch:
                 try:
                     self._apply_and_commit([txn])
-                except (ApplyError, duckdb.Error) as single:
+                except _APPLY_ERRORS as single:
                     self._rollback()
                     raise self._channel_error(txn, single) from None
 
@@ -263,6 +265,8 @@ class ChannelApplier:
     def _channel_error(self, txn: Transaction, exc: Exception) -> ChannelError:
         if isinstance(exc, ApplyError):
             errno, message = exc.errno, exc.message
+        elif isinstance(exc, UntranslatableStatement):
+            errno, message = ER_UNKNOWN_ERROR, exc.one_line()
         else:
             errno, message = ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
         return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))

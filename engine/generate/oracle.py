@@ -366,7 +366,8 @@ class Oracle:
                 row = state.rows[pk]
                 lines.append(
                     ",".join(
-                        csv_field(render_value(t, v), t.base in _BINARY_BASES) for t, v in zip(types, row, strict=True)
+                        csv_field(render_value(t, v), t.base in _BINARY_BASES)
+                        for t, v in zip(types, row, strict=True)
                     )
                 )
             path.write_bytes(("\n".join(lines) + "\n").encode())

@@ -151,8 +151,8 @@ class Slave:
             f"SELECT channel, relay_log_file, relay_log_pos, source_log_file, source_log_pos, executed_gtids, "
             f"transactions, last_transaction FROM {INTERNAL_SCHEMA}.progress WHERE lower(channel) = lower(?)",
             [channel],
-        ).fetchone()
-        return None if row is None else ChannelProgress(*row)
+        ).fetchall()
+        return ChannelProgress(*row[0]) if row else None
 
     def all_progress(self) -> list[ChannelProgress]:
         rows = self.con.execute(
@@ -213,8 +213,8 @@ class Slave:
         self._catalog_changed = True
 
     def _load_catalog(self) -> Catalog:
-        row = self.con.execute(f"SELECT body FROM {INTERNAL_SCHEMA}.catalog WHERE id = 1").fetchone()
-        return Catalog.from_json(row[0]) if row else Catalog()
+        row = self.con.execute(f"SELECT body FROM {INTERNAL_SCHEMA}.catalog WHERE id = 1").fetchall()
+        return Catalog.from_json(row[0][0]) if row else Catalog()
 
     def user_tables(self) -> list[tuple[str, str]]:
         rows = self.con.execute(

@@ -61,15 +61,16 @@ Pre-transforms (each a named function below; measured against sqlglot 30 with di
   NATIONAL CHAR/VARCHAR, CHAR VARYING, CHAR(n) BYTE, SERIAL, FLOAT UNSIGNED rejected) and column
   attributes it rejects (VISIBLE, PERSISTENT, SERIAL DEFAULT VALUE, COLUMN_FORMAT, STORAGE,
   ENGINE_ATTRIBUTE, SECONDARY_ENGINE_ATTRIBUTE, SRID, REF_SYSTEM_ID, COMPRESSED,
-  WITH[OUT] SYSTEM VERSIONING). Spatial and MariaDB type names it does not know (POINT, POLYGON,
+  WITHOUT SYSTEM VERSIONING). Spatial and MariaDB type names it does not know (POINT, POLYGON,
   INET6, ...) are read as named types by enabling user-defined types in the dialect.
+  WITH SYSTEM VERSIONING is refused: MariaDB then adds hidden columns that row events carry.
 - `canonical_key_definition`: every index definition as `KIND name (columns)`, options dropped:
   sqlglot rejects PRIMARY KEY USING BTREE (a), MariaDB's IGNORED and ADD INDEX IF NOT EXISTS
   (lifted out), and one canonical shape keeps the model builder simple.
 - `table_options`: CREATE TABLE options are read for CHARSET/COLLATE and dropped; sqlglot rejects
-  many (STATS_PERSISTENT, TABLESPACE, UNION=, WITH SYSTEM VERSIONING, CHECKSUM=...) and every
-  PARTITION BY clause with partition definitions; partitioning changes no data. CREATE/ALTER
-  DATABASE options are read the same way (sqlglot rejects ENCRYPTION, READ ONLY, COMMENT).
+  some (CHECKSUM=, TABLESPACE, UNION=, PARTITION BY KEY/HASH ... PARTITIONS n, partition lists
+  with MAXVALUE), and partitioning changes no data. CREATE/ALTER DATABASE options are read the
+  same way (sqlglot rejects READ ONLY and every ALTER DATABASE).
 - `alter_clauses`: ALTER TABLE is split into its clauses: ONLINE/IGNORE/WAIT n/NOWAIT are dropped,
   ADD [COLUMN] (a ..., b ...) becomes one ADD COLUMN per column, RENAME AS becomes RENAME TO,
   IF [NOT] EXISTS after MODIFY/CHANGE/ADD INDEX is lifted out, trailing partition options are cut,
@@ -484,6 +485,8 @@ def canonical_column_definition(tk: _Tokens, i: int, j: int, notes: _ColumnNotes
         nxt = k + 1
         if tk.kind(k) == TokenType.L_PAREN:
             nxt = tk.close(k) + 1
+        elif word in ("AFTER", "DEFAULT", "COLLATE", "CHARSET"):
+            nxt = tk.skip_group(k + 1)  # the name or value that follows is not an attribute
         elif word == "UNSIGNED" and type_word == "FLOAT":
             # sqlglot has no unsigned FLOAT; the model gets it from the notes instead.
             notes.unsigned_floats.add(column_name.casefold())
@@ -794,8 +797,8 @@ _IGNORED_CLAUSES: dict[tuple[str, ...], str] = {
     ("ALTER", "CONSTRAINT"): "CHECK constraints are not enforced on the slave",
     ("ADD", "CHECK"): "CHECK constraints are not enforced on the slave",
     ("DROP", "CHECK"): "CHECK constraints are not enforced on the slave",
-    ("ADD", "PERIOD"): "application-time periods are not modeled",
-    ("DROP", "PERIOD"): "application-time periods are not modeled",
+    ("ADD", "PERIOD", "FOR"): "application-time periods are not modeled",
+    ("DROP", "PERIOD", "FOR"): "application-time periods are not modeled",
     ("SECONDARY_LOAD",): "secondary engine operation",
     ("SECONDARY_UNLOAD",): "secondary engine operation",
 }
@@ -810,8 +813,8 @@ _UNTRANSLATABLE_CLAUSES: dict[tuple[str, ...], str] = {
     ("DISCARD", "PARTITION"): "DISCARD PARTITION removes rows without logging them",
     ("CONVERT", "PARTITION"): "CONVERT PARTITION moves rows without logging them",
     ("CONVERT", "TABLE"): "CONVERT TABLE moves rows without logging them",
-    ("ADD", "SYSTEM"): "system-versioned tables are not supported",
-    ("DROP", "SYSTEM"): "system-versioned tables are not supported",
+    ("ADD", "SYSTEM", "VERSIONING"): "system-versioned tables are not supported",
+    ("DROP", "SYSTEM", "VERSIONING"): "system-versioned tables are not supported",
 }
 
 
@@ -1822,11 +1825,18 @@ class _Translation:
         if target == "SEQUENCE":
             raise _Fail("MariaDB sequences are not supported")
         if target == "VIEW":
-            schema, name, _ = tk.qualified_name(k + 1)
-            self.catalog.add_view(self.database_of(schema), self.new_name(name))
+            self.remember_view(tk, k + 1)
         if target in _IGNORED_OBJECTS:
             return self.ignored(_IGNORED_OBJECTS[target])
         raise _Fail("unknown CREATE statement")
+
+    def remember_view(self, tk: _Tokens, k: int) -> None:
+        """Note a view's name (RENAME TABLE and DROP VIEW may name it later)."""
+        if tk.words(k, "IF", "NOT", "EXISTS"):
+            k += 3
+        schema, name, _ = tk.qualified_name(k)
+        if schema is not None or self.default_db is not None:
+            self.catalog.add_view(self.database_of(schema), self.new_name(name))
 
     def create_database(self, tk: _Tokens, k: int) -> DdlPlan:
         if_not_exists = tk.words(k, "IF", "NOT", "EXISTS")
@@ -2059,7 +2069,8 @@ class _Translation:
                 k += 2
             for start, _stop in tk.split(k, tk.find_word(k, len(tk), "RESTRICT", "CASCADE")):
                 schema, name, _ = tk.qualified_name(start)
-                self.catalog.remove_view(self.database_of(schema), self.new_name(name))
+                if schema is not None or self.default_db is not None:
+                    self.catalog.remove_view(self.database_of(schema), self.new_name(name))
             return self.ignored(_IGNORED_OBJECTS["VIEW"])
         if target == "SEQUENCE":
             raise _Fail("MariaDB sequences are not supported")
@@ -2373,9 +2384,12 @@ class _Translation:
             raise _Fail(f"column `{new.name}` already exists")
         slot = draft.slots.pop(i)
         old = slot.column
-        fill = slot.fill
-        if new.generated_expression is not None and new.generated_expression != old.generated_expression:
+        if slot.source is None:  # added earlier in the same statement: filled as the new definition says
+            fill: str | None = _new_column_fill(new)
+        elif new.generated_expression is not None and new.generated_expression != old.generated_expression:
             fill = "expression"
+        else:
+            fill = slot.fill
         moved = _Slot(new, slot.source, fill)
         position = definition_node.args.get("position")
         if position is None:
@@ -2384,7 +2398,7 @@ class _Translation:
             draft.place(moved, position)
         if old.name != new.name:
             draft.rename_in_keys(old.name, new.name)
-        if new.name in draft.primary_key or any(same_column_name(new.name, c) for c in draft.primary_key):
+        if any(same_column_name(new.name, c) for c in draft.primary_key):
             j = draft.require(new.name)
             draft.slots[j].column = replace(draft.slots[j].column, nullable=False)
         _apply_definition(draft, definition)

@@ -260,9 +260,10 @@ class RowApplier:
         row = self.con.execute(
             f"SELECT {partition}, must FROM ({first}) AS o "
             f"WHERE (must = 1 AND NOT {present}) OR ((must = 0 OR must IS NULL) AND {present}) ORDER BY seq LIMIT 1"
-        ).fetchone()
-        if row is None:
+        ).fetchall()
+        if not row:
             return
+        row = row[0]
         key_text = "-".join(str(v) for v in row[:-1])
         where = f"{table.schema}.{table.name}"
         if row[-1] == 1:
@@ -287,7 +288,8 @@ class RowApplier:
                 conds = " AND ".join(f"{quote_ident(names[i])} IS NOT DISTINCT FROM ?" for i in before_vals)
                 found = self.con.execute(
                     f"SELECT rowid FROM {target} WHERE {conds} LIMIT 1", list(before_vals.values())
-                ).fetchone()
+                ).fetchall()
+                found = found[0] if found else None
                 if found is None:
                     raise ApplyError(
                         ER_KEY_NOT_FOUND,

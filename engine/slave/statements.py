@@ -21,20 +21,10 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-from ..errors import RelaydeckError
+from .ddl import UntranslatableStatement
 from .schema import Catalog, MysqlTable
 
 _RAND_MAX = 0x3FFFFFFF
-
-
-class UntranslatableStatement(RelaydeckError):
-    """A statement relaydeck cannot reproduce exactly: the channel stops rather than guess."""
-
-    def __init__(self, statement: str, reason: str) -> None:
-        self.statement = statement
-        self.reason = reason
-        short = statement if len(statement) <= 200 else statement[:200] + "…"
-        super().__init__(f"cannot translate statement: {reason}: {short}")
 
 
 @dataclass(frozen=True)
@@ -87,6 +77,8 @@ _NOW_FUNCTIONS = (exp.CurrentTimestamp, exp.CurrentDatetime)
 class StatementTranslator:
     """MySQL DML -> DuckDB statements for the slave."""
 
+    last_target: tuple[str, str] | None = None  # the table the last translated statement changes
+
     def translate(self, sql: str, ctx: SessionContext, catalog: Catalog, con: object = None) -> list[str]:
         """DuckDB statements reproducing `sql`; `con` reads the slave where rows must be enumerated."""
         try:
@@ -99,6 +91,8 @@ class StatementTranslator:
             raise UntranslatableStatement(sql, f"not a DML statement ({type(tree).__name__})")
         self._check_supported(sql, tree)
         self._qualify_tables(tree, ctx)
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
         self._substitute_session(sql, tree, ctx)
         rand = MysqlRand(*ctx.rand_seeds) if ctx.rand_seeds else None
         rand_nodes = list(tree.find_all(exp.Rand))

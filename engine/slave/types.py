@@ -131,6 +131,16 @@ def round_fraction(value: str, column_type: str, fsp: int) -> str:
     return f"{value} + to_microseconds({delta})"
 
 
+_FRACTIONAL = frozenset({"datetime", "timestamp", "time"})
+
+
+def _fraction_digits(column: MysqlColumn) -> int:
+    """Fractional-second digits a column's values may carry (text may carry microseconds)."""
+    if column.base_type in _FRACTIONAL:
+        return column.fsp or 0
+    return 0 if column.base_type in NUMERIC_TYPES or column.base_type == "date" else 6
+
+
 def convert_expression(value: str, old: MysqlColumn, new: MysqlColumn, *, time_zone: str = "UTC") -> str:
     """DuckDB SQL turning `value` (a value of column `old`) into a value of column `new` as MySQL would.
 
@@ -163,8 +173,7 @@ def convert_expression(value: str, old: MysqlColumn, new: MysqlColumn, *, time_z
         value, old_type = f"timezone({_sql_string(time_zone)}, {value})", new_type
     converted = value if old_type == new_type else f"CAST({value} AS {new_type})"
 
-    old_fsp = old.fsp if ob in ("datetime", "timestamp", "time") else 6
-    if nb in ("datetime", "timestamp", "time") and (new.fsp or 0) < (old_fsp if old_fsp is not None else 0):
+    if nb in _FRACTIONAL and (new.fsp or 0) < _fraction_digits(old):
         converted = round_fraction(converted, new_type, new.fsp or 0)
     if nb == "char" and ob != "char":
         converted = f"rtrim({converted}, ' ')"  # MySQL drops a CHAR's trailing spaces

@@ -1,0 +1,242 @@
+"""Apply errors stop the channel at the last whole transaction, named by GTID and position, and the
+repository says so (Last_SQL_Errno / Last_SQL_Error)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import duckdb
+
+from engine.binlog.constants import EventType
+from engine.binlog.writer import QueryStatusVars, query_body, xid_body
+from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
+
+START = 1_700_000_000
+
+
+def write_relay_log(folder: Path, statements: list[tuple[str, bool]]) -> Path:
+    """Relay logs of DDL (standalone) and statement-format DML (BEGIN … COMMIT via XID) transactions."""
+    writer = RelayLogWriter(
+        ChannelSettings(
+            directory=folder,
+            source_uuid=uuid.UUID(int=7).bytes,
+            start_time=START,
+            max_binlog_size=1 << 20,
+            max_relay_log_size=1 << 20,
+        )
+    )
+    status = QueryStatusVars()
+    for i, (sql, is_ddl) in enumerate(statements):
+        ts = START + i
+        if is_ddl:
+            events = [
+                SourceEvent(EventType.QUERY, query_body(thread_id=1, db="shop", query=sql, status=status), ts)
+            ]
+        else:
+            events = [
+                SourceEvent(
+                    EventType.QUERY, query_body(thread_id=1, db="shop", query="BEGIN", status=status), ts
+                ),
+                SourceEvent(
+                    EventType.QUERY, query_body(thread_id=1, db="shop", query=sql, status=status), ts
+                ),
+                SourceEvent(EventType.XID, xid_body(100 + i), ts),
+            ]
+        writer.write_transaction(events, writeset=None, may_have_sbr=True, commit_timestamp_us=ts * 1_000_000)
+    return writer.close().index_file
+
+
+def replay(index: Path, slave: Path, repo: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "replay",
+            "--slave",
+            str(slave),
+            "--repository",
+            str(repo),
+            "--channel",
+            f"c1={index}",
+            "--group-size",
+            "100",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def status(repo: Path) -> dict:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "status",
+            "--repository",
+            str(repo),
+            "--channel",
+            "c1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    rows = json.loads(out.stdout)
+    assert len(rows) == 1
+    return rows[0]
+
+
+SETUP = [
+    ("CREATE DATABASE shop", True),
+    ("CREATE TABLE shop.t (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", True),
+    ("INSERT INTO t VALUES (1, 'a')", False),
+    ("INSERT INTO t VALUES (2, 'b')", False),
+]
+GTID = f"{uuid.UUID(int=7)}"
+
+
+def table_rows(slave: Path) -> list[tuple]:
+    con = duckdb.connect(str(slave), read_only=True)
+    try:
+        return con.execute("SELECT * FROM shop.t ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+def test_an_untranslatable_statement_stops_the_channel_at_the_last_whole_transaction(tmp_path):
+    index = write_relay_log(
+        tmp_path / "relay",
+        [*SETUP, ("INSERT IGNORE INTO t VALUES (3, 'c')", False), ("INSERT INTO t VALUES (4, 'd')", False)],
+    )
+    run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite")
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and f"GTID {GTID}:5" in run.stderr and "INSERT IGNORE" in run.stderr
+    assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")]
+    row = status(tmp_path / "r.sqlite")
+    assert row["last_error_number"] == 1105 and f"{GTID}:5" in row["last_error_message"]
+    assert row["transactions_applied"] == 4
+
+
+def test_a_duplicate_key_stops_the_channel_with_error_1062_and_nothing_half_applied(tmp_path):
+    index = write_relay_log(
+        tmp_path / "relay",
+        [*SETUP, ("INSERT INTO t VALUES (5, 'e')", False), ("INSERT INTO t VALUES (6, 'f')", False)],
+    )
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    # a slave that already holds key 6 (as if someone wrote to it): the source's insert of 6 must fail
+    first = replay_until_table_exists(index, slave, repo)
+    con = duckdb.connect(str(slave))
+    con.execute("INSERT INTO shop.t VALUES (6, 'local')")
+    con.close()
+    run = replay(index, slave, repo)
+    assert first.returncode == 0
+    assert run.returncode == 1 and "Error 1062" not in run.stdout
+    assert f"GTID {GTID}:6" in run.stderr
+    assert table_rows(slave) == [(1, "a"), (2, "b"), (5, "e"), (6, "local")]
+    assert status(repo)["last_error_number"] == 1062
+
+
+def replay_until_table_exists(index: Path, slave: Path, repo: Path) -> subprocess.CompletedProcess[str]:
+    first_file = index.read_text().split()[0].split("/")[-1]
+    return (
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "console.cli",
+                "replay",
+                "--slave",
+                str(slave),
+                "--repository",
+                str(repo),
+                "--channel",
+                f"c1={index}",
+                "--until-gtid",
+                f"{GTID}:1-2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if first_file
+        else None
+    )  # type: ignore[return-value]
+
+
+def test_a_missing_table_stops_the_channel_with_error_1146(tmp_path):
+    index = write_relay_log(tmp_path / "relay", SETUP)
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    assert replay_until_table_exists(index, slave, repo).returncode == 0
+    con = duckdb.connect(str(slave))
+    con.execute("DROP TABLE shop.t")
+    con.close()
+    run = replay(index, slave, repo)
+    assert run.returncode == 1 and f"GTID {GTID}:3" in run.stderr
+    row = status(repo)
+    assert row["last_error_number"] in (1146, 1105)
+    assert row["transactions_applied"] == 2
+
+
+def test_a_row_event_for_a_row_the_slave_lacks_stops_with_error_1032(tmp_path):
+    from engine.generate import generate
+
+    summary = generate("oltp", 3, tmp_path / "relay")
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    from engine.relaylog.index import read_index
+    from engine.relaylog.stream import stream_events
+    from engine.transactions import Transaction, assemble
+
+    gtids = [
+        t.gtid for t in assemble(stream_events(read_index(summary.index_file))) if isinstance(t, Transaction)
+    ]
+    sid = gtids[0].rsplit(":", 1)[0]
+    base = [
+        sys.executable,
+        "-m",
+        "console.cli",
+        "replay",
+        "--slave",
+        str(slave),
+        "--repository",
+        str(repo),
+        "--channel",
+        f"c1={summary.index_file}",
+    ]
+    assert (
+        subprocess.run([*base, "--until-gtid", f"{sid}:1-30"], capture_output=True, timeout=120).returncode
+        == 0
+    )
+    con = duckdb.connect(str(slave))
+    tables = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE 'sbtest%'"
+    ).fetchall()
+    for schema, name in tables:
+        con.execute(f'DELETE FROM "{schema}"."{name}"')
+    applied_before = con.execute("SELECT transactions FROM __relaydeck.progress").fetchone()[0]
+    con.close()
+    run = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "Error 1032" in run.stderr and "GTID " in run.stderr
+    row = status_of(repo)
+    assert row["last_error_number"] == 1032
+    assert applied_before == 30
+    assert row["transactions_applied"] >= applied_before
+
+
+def status_of(repo: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "console.cli", "status", "--repository", str(repo), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return next(r for r in json.loads(out.stdout) if r["channel_name"] == "c1")
