@@ -20,6 +20,7 @@ the before image, which has no set-based equivalent when duplicate rows exist.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,50 +73,69 @@ def _is_text_target(column: MysqlColumn) -> bool:
     }
 
 
-def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa.Array:
-    """Decoded values -> an Arrow array the slave column takes without loss."""
+Converter = Callable[[list[Any]], list[Any]] | None
+
+
+def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, pa.DataType]:
+    """How decoded values of a column become an Arrow array the slave column takes without loss."""
     arrow_type = info.arrow_type()
     if (
         info.type_code in (ColumnType.ENUM, ColumnType.SET)
         and info.enum_values is None
         and info.set_values is None
+        and target.elements
     ):
-        names = target.elements
-        if names:  # the table map did not log the strings: the slave's definition has them
-            if info.type_code == ColumnType.ENUM:
-                values = [
-                    None if v is None else (names[v - 1] if 0 < v <= len(names) else "") for v in values
-                ]
-            else:
-                values = [
-                    None if v is None else ",".join(n for i, n in enumerate(names) if v >> i & 1)
-                    for v in values
-                ]
-            return pa.array(values, type=pa.string())
+        names = target.elements  # the table map did not log the strings: the slave's definition has them
+        if info.type_code == ColumnType.ENUM:
+            return (
+                lambda values: [None if v is None else (names[v - 1] if 0 < v <= len(names) else "") for v in values],
+                pa.string(),
+            )
+        return (
+            lambda values: [
+                None if v is None else ",".join(n for i, n in enumerate(names) if v >> i & 1) for v in values
+            ],
+            pa.string(),
+        )
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
         if _is_text_target(target):
             # Strings logged without charset metadata arrive as bytes; the slave column is text.
-            values = [None if v is None else v.decode("utf-8", "replace") for v in values]
-            return pa.array(values, type=pa.large_string())
-        return pa.array(values, type=arrow_type)
+            return (
+                lambda values: [None if v is None else v.decode("utf-8", "replace") for v in values],
+                pa.large_string(),
+            )
+        return None, arrow_type
     if pa.types.is_decimal(arrow_type) and arrow_type.precision > 38:
-        return pa.array([None if v is None else f"{v:f}" for v in values], type=pa.string())
+        return (lambda values: [None if v is None else f"{v:f}" for v in values]), pa.string()
     if arrow_type in (pa.date32(), pa.timestamp("us"), pa.timestamp("us", tz="UTC")):
         # MySQL zero dates have no DuckDB value; they become NULL (documented in the README).
-        values = [None if isinstance(v, InvalidTemporal) else v for v in values]
-    return pa.array(values, type=arrow_type)
+        return (lambda values: [None if isinstance(v, InvalidTemporal) else v for v in values]), arrow_type
+    return None, arrow_type
+
+
+def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa.Array:
+    """Decoded values -> an Arrow array the slave column takes without loss."""
+    convert, arrow_type = column_converter(info, target)
+    return pa.array(convert(values) if convert else values, type=arrow_type)
 
 
 @dataclass
 class _TablePending:
+    """One table's queued row operations, column-wise across every rows event of the batch.
+
+    op 1 = upsert, 0 = delete; must 1 = the key must exist before the batch, 0 = must not, None =
+    an update's new image (if that is a key's first operation the key changed: must not exist).
+    Within a batch a table's definition cannot change (DDL commits alone), so the first event's
+    column conversions hold for all.
+    """
+
     table: MysqlTable
     key_positions: tuple[int, ...]
-    # (first seq, seq step, op, must-exist, column values, column infos), one entry per image:
-    # op 1 = upsert, 0 = delete; must 1 = the key must exist, 0 = must not, None = an update's new
-    # image (if it is a key's first operation the key changed, so it must not exist either)
-    ops: list[tuple[int, int, int, int | None, dict[int, list[Any]], tuple[ColumnInfo, ...]]] = field(
-        default_factory=list
-    )
+    converters: list[tuple[Converter, pa.DataType]]
+    seq: list[int] = field(default_factory=list)
+    op: list[int] = field(default_factory=list)
+    must: list[int | None] = field(default_factory=list)
+    values: list[list[Any]] = field(default_factory=list)
     rows: int = 0
 
 
@@ -147,18 +167,31 @@ class RowApplier:
         pending = self._pending.get(key)
         if pending is None:
             positions = tuple(self._position(table, name) for name in table.primary_key)
-            pending = self._pending[key] = _TablePending(table, positions)
+            converters = [column_converter(info, col) for info, col in zip(columns, table.columns, strict=True)]
+            pending = self._pending[key] = _TablePending(
+                table, positions, converters, values=[[] for _ in table.columns]
+            )
         n = images.count
         if images.kind == RowsKind.WRITE:
-            pending.ops.append((self._take(n, 1), 1, 1, 0, images.after, columns))
+            self._queue(pending, images.after, range(self._take(n, 1), self._seq), 1, 0)
         elif images.kind == RowsKind.DELETE:
-            pending.ops.append((self._take(n, 1), 1, 0, 1, images.before, columns))
+            self._queue(pending, images.before, range(self._take(n, 1), self._seq), 0, 1)
         else:
             # before and after images interleave: delete of the old key, then upsert of the new one
             start = self._take(n, 2)
-            pending.ops.append((start, 2, 0, 1, images.before, columns))
-            pending.ops.append((start + 1, 2, 1, None, images.after, columns))
+            self._queue(pending, images.before, range(start, self._seq, 2), 0, 1)
+            self._queue(pending, images.after, range(start + 1, self._seq, 2), 1, None)
         pending.rows += n
+
+    @staticmethod
+    def _queue(pending: _TablePending, image: dict[int, list[Any]] | None, seqs: range, op: int, must: int | None) -> None:
+        assert image is not None
+        n = len(seqs)
+        pending.seq.extend(seqs)
+        pending.op.extend([op] * n)
+        pending.must.extend([must] * n)
+        for i, column in enumerate(pending.values):
+            column.extend(image[i])
 
     def pending_rows(self) -> int:
         return sum(p.rows for p in self._pending.values())
@@ -172,7 +205,7 @@ class RowApplier:
 
     def flush_table(self, key: tuple[str, str]) -> None:
         pending = self._pending.pop(key, None)
-        if pending is None or not pending.ops:
+        if pending is None or not pending.seq:
             return
         table = pending.table
         ops = self._ops_table(pending)
@@ -220,24 +253,16 @@ class RowApplier:
                 return i
         raise ApplyError(1072, f"Key column '{name}' doesn't exist in table {table.schema}.{table.name}")
 
-    def _ops_table(self, pending: _TablePending) -> pa.Table:
-        table = pending.table
-        width = len(table.columns)
-        seqs: list[pa.Array] = []
-        op_arrays: list[pa.Array] = []
-        must_arrays: list[pa.Array] = []
-        per_column: list[list[pa.Array]] = [[] for _ in range(width)]
-        for start, step, op, must, values, infos in pending.ops:
-            n = len(next(iter(values.values()))) if values else 0
-            seqs.append(pa.array(range(start, start + n * step, step), type=pa.int64()))
-            op_arrays.append(pa.array([op] * n, type=pa.int8()))
-            must_arrays.append(pa.array([must] * n, type=pa.int8()))
-            for i in range(width):
-                per_column[i].append(arrow_column(values[i], infos[i], table.columns[i]))
-        arrays = [pa.concat_arrays(seqs), pa.concat_arrays(op_arrays), pa.concat_arrays(must_arrays)]
+    @staticmethod
+    def _ops_table(pending: _TablePending) -> pa.Table:
+        arrays = [
+            pa.array(pending.seq, type=pa.int64()),
+            pa.array(pending.op, type=pa.int8()),
+            pa.array(pending.must, type=pa.int8()),
+        ]
         names = ["seq", "op", "must"]
-        for i, chunks in enumerate(per_column):
-            arrays.append(_concat(chunks))
+        for i, (values, (convert, arrow_type)) in enumerate(zip(pending.values, pending.converters, strict=True)):
+            arrays.append(pa.array(convert(values) if convert else values, type=arrow_type))
             names.append(f"c{i}")
         return pa.Table.from_arrays(arrays, names=names)
 
@@ -325,16 +350,3 @@ class RowApplier:
 def _scalar(value: Any, info: ColumnInfo, target: MysqlColumn) -> Any:
     """One value for a parameterised statement, converted as arrow_column converts columns."""
     return None if value is None else arrow_column([value], info, target)[0].as_py()
-
-
-def _concat(chunks: list[pa.Array]) -> pa.Array:
-    types = {c.type for c in chunks}
-    if len(types) > 1:
-        # e.g. one event logged strings as text, another as bytes: unify on the widest form
-        target = (
-            pa.large_string()
-            if any(pa.types.is_large_string(t) or pa.types.is_string(t) for t in types)
-            else chunks[0].type
-        )
-        chunks = [c.cast(target) for c in chunks]
-    return pa.concat_arrays(chunks)
