@@ -297,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="commit at most N source transactions per DuckDB transaction (default 2000)",
+        help="commit at most N source transactions per DuckDB transaction (default 20000)",
     )
     rep.set_defaults(func=cmd_replay)
 

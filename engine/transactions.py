@@ -16,16 +16,10 @@ from .binlog.constants import EventType, RowsKind
 from .binlog.events import (
     Gtid,
     IgnoredEvent,
-    Intvar,
     MariaGtidEvent,
     Query,
-    Rand,
     RowsEvent,
-    RowsQuery,
     TableMap,
-    TransactionPayload,
-    UserVar,
-    ViewChange,
     XaPrepare,
     Xid,
 )
@@ -150,64 +144,75 @@ class TransactionAssembler:
         self._open: _Open | None = None
         self.abandoned = 0
 
-    def feed(self, logged: LoggedEvent) -> Iterator[Transaction | LoggedEvent | Incomplete]:
-        code = logged.type_code
+    def feed(self, logged: LoggedEvent) -> tuple[Transaction | LoggedEvent | Incomplete, ...]:
+        """What this event completes: nothing, a transaction, or a coordinator event (in order)."""
         event = logged.event
-        if code in COORDINATOR_EVENTS or isinstance(event, IgnoredEvent):
+        kind = type(event)
+        group = self._open
+        # the most frequent events first: this runs once per event of every relay log
+        if group is not None:
+            if kind is TableMap:
+                group.events.append(logged)
+                group.databases.add(event.schema)  # type: ignore[attr-defined]
+                return ()
+            if kind is RowsEvent:
+                group.events.append(logged)
+                group.row_events += 1
+                if not group.multi_statement and event.statement_end:  # type: ignore[attr-defined]
+                    return (self._close(),)  # pre-GTID, BEGIN-less row changes (old logs)
+                return ()
+            if kind is Xid:
+                group.events.append(logged)
+                return (self._close(),)
+        code = logged.type_code
+        if code in COORDINATOR_EVENTS or kind is IgnoredEvent:
             if code == EventType.FORMAT_DESCRIPTION and logged.copied_fde and logged.source_end_pos:
                 # A source FDE with a real position means the source restarted: MySQL rolls back
                 # the unfinished group it interrupted.
-                yield from self._abandon("the source restarted before it ended")
-            yield logged
-            return
-        if isinstance(event, Gtid | MariaGtidEvent):
-            yield from self._abandon("a new transaction began before it ended")
+                return (*self._abandon("the source restarted before it ended"), logged)
+            return (logged,)
+        if kind is Gtid or kind is MariaGtidEvent:
+            abandoned = tuple(self._abandon("a new transaction began before it ended"))
             group = self._open = _Open()
             group.events.append(logged)
-            if isinstance(event, Gtid):
-                group.gtid = None if event.anonymous else event.gtid_text
-                group.last_committed = event.last_committed
-                group.sequence_number = event.sequence_number
-                group.original_commit_timestamp = event.original_commit_timestamp
+            if kind is Gtid:
+                group.gtid = None if event.anonymous else event.gtid_text  # type: ignore[attr-defined]
+                group.last_committed = event.last_committed  # type: ignore[attr-defined]
+                group.sequence_number = event.sequence_number  # type: ignore[attr-defined]
+                group.original_commit_timestamp = event.original_commit_timestamp  # type: ignore[attr-defined]
             else:
-                group.gtid = str(event.gtid)
-                group.commit_id = event.commit_id
-                group.is_ddl = event.is_ddl
-                group.multi_statement = not event.standalone
-            return
-        group = self._open
+                group.gtid = str(event.gtid)  # type: ignore[attr-defined]
+                group.commit_id = event.commit_id  # type: ignore[attr-defined]
+                group.is_ddl = event.is_ddl  # type: ignore[attr-defined]
+                group.multi_statement = not event.standalone  # type: ignore[attr-defined]
+            return abandoned
         if group is None:
             group = self._open = _Open()
         group.events.append(logged)
         if isinstance(event, Query):
             if _is_begin(event.query):
                 group.multi_statement = True
-                return
+                return ()
             if _is_commit_or_rollback(event.query):
-                yield self._close()
-                return
+                return (self._close(),)
             self._note_query_databases(group, event)
             if not group.multi_statement:
                 group.is_ddl = group.is_ddl or statement_verb(event.query) in _DDL_VERBS
-                yield self._close()
-            return
-        if isinstance(event, Xid):
-            yield self._close()
-            return
-        if isinstance(event, XaPrepare):
-            yield self._close()
-            return
-        if isinstance(event, TableMap):
-            group.databases.add(event.schema)
-            return
-        if isinstance(event, RowsEvent):
+                return (self._close(),)
+            return ()
+        if kind is XaPrepare:
+            return (self._close(),)
+        if kind is TableMap:
+            group.databases.add(event.schema)  # type: ignore[attr-defined]
+        elif kind is RowsEvent:
             group.row_events += 1
-            if not group.multi_statement and event.statement_end:
-                yield self._close()  # pre-GTID, BEGIN-less row changes (old non-transactional logs)
-            return
-        if isinstance(event, UserVar | Intvar | Rand | RowsQuery | TransactionPayload | ViewChange):
-            return
-        # Anything else (legacy LOAD DATA blocks, transaction context) stays in the group.
+            if not group.multi_statement and event.statement_end:  # type: ignore[attr-defined]
+                return (self._close(),)
+        elif kind is Xid:
+            return (self._close(),)
+        # Anything else (user variables, rows queries, payloads, legacy LOAD DATA blocks,
+        # transaction context) stays in the group.
+        return ()
 
     def finish(self) -> Iterator[Incomplete]:
         """The end of the available data: an open group is incomplete, never a transaction."""

@@ -53,14 +53,16 @@ def commit_records(slave: Path) -> tuple[int, int, int]:
 
 
 def test_sigkill_at_random_moments_then_resume_gives_the_exact_tables(tmp_path):
-    summary = generate("mixed", 11, tmp_path / "relay")
+    # every workload shape (DDL, statements, temporary tables, large transactions), big enough that
+    # a full replay takes several seconds, committed a few transactions at a time
+    summary = generate("mixed", 11, tmp_path / "relay", size_mb=12)
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
-    command = replay_command(tmp_path / "relay", slave, repo, group_size=15)
+    command = replay_command(tmp_path / "relay", slave, repo, group_size=3)
     rng = random.Random(20261121)
     killed_mid_run = 0
     for _ in range(KILLS):
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.6, 2.5))
+        time.sleep(rng.uniform(0.5, 1.3))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             killed_mid_run += 1

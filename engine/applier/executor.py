@@ -17,6 +17,7 @@ from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ide
 from ..slave.schema import Catalog
 from ..slave.statements import SessionContext, StatementTranslator
 from ..slave.types import duckdb_type
+from ..transactions import Transaction, statement_verb
 
 # The source's temporary tables live as real tables here, one name per (session, database, table):
 # statement-format DML reads and writes them, and they outlast an applier restart like the
@@ -27,8 +28,6 @@ TEMPORARY_SCHEMA = "__relaydeck_tmp"
 def temporary_name(thread_id: int, schema: str, name: str) -> str:
     return f"{thread_id}/{schema}/{name}"
 
-
-from ..transactions import Transaction, statement_verb
 
 # Statements that only delimit a transaction: their effect is the grouping itself.
 _DELIMITERS = frozenset({"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "XA"})

@@ -174,7 +174,8 @@ def csv_field(text: str | None, binary: bool = False) -> str:
         return NULL_TEXT
     if binary:
         return text
-    if text == "" or any(ch in text for ch in ',"\r\n'):
+    bare = text.rstrip(" ")  # MariaDB's dump compared under PAD SPACE: spaces-only values are quoted
+    if bare == "" or bare == "\\N" or any(ch in text for ch in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from ..render import float_text, time_text
@@ -66,7 +67,10 @@ def csv_field(text: str | None, binary: bool = False) -> str:
         return "\\N"
     if binary:
         return text  # lowercase hex: never needs quotes, and an empty value stays bare
-    if text == "" or any(c in text for c in ',"\r\n'):
+    # The oracle was dumped by MariaDB comparing with '' and '\\N' under PAD SPACE collations, so
+    # values that are only spaces (or \\N plus spaces) are quoted as well.
+    bare = text.rstrip(" ")
+    if bare == "" or bare == "\\N" or any(c in text for c in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
 
@@ -85,3 +89,19 @@ def export_csv(slave: Slave, table: MysqlTable) -> str:
             ",".join(csv_field(mysql_text(v, c), c.binary) for v, c in zip(row, table.columns, strict=True))
         )
     return "\n".join(lines) + "\n"
+
+
+def differences(slave: Slave, expected_dir: Path) -> list[str]:
+    """Tables of the slave that differ from an oracle folder (<db>/<table>.csv); empty when exact."""
+    expected = {(p.parent.name, p.stem): p for p in sorted(Path(expected_dir).glob("*/*.csv"))}
+    problems = []
+    present = set(slave.user_tables())
+    for key in sorted(present - set(expected)):
+        problems.append(f"{key[0]}.{key[1]}: on the slave, not in the oracle")
+    for key, path in expected.items():
+        table = slave.catalog.get(key)
+        if table is None or key not in present:
+            problems.append(f"{key[0]}.{key[1]}: missing from the slave")
+        elif export_csv(slave, table) != path.read_bytes().decode("utf-8"):
+            problems.append(f"{key[0]}.{key[1]}: contents differ")
+    return problems

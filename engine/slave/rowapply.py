@@ -88,7 +88,9 @@ def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, 
         names = target.elements  # the table map did not log the strings: the slave's definition has them
         if info.type_code == ColumnType.ENUM:
             return (
-                lambda values: [None if v is None else (names[v - 1] if 0 < v <= len(names) else "") for v in values],
+                lambda values: [
+                    None if v is None else (names[v - 1] if 0 < v <= len(names) else "") for v in values
+                ],
                 pa.string(),
             )
         return (
@@ -167,7 +169,9 @@ class RowApplier:
         pending = self._pending.get(key)
         if pending is None:
             positions = tuple(self._position(table, name) for name in table.primary_key)
-            converters = [column_converter(info, col) for info, col in zip(columns, table.columns, strict=True)]
+            converters = [
+                column_converter(info, col) for info, col in zip(columns, table.columns, strict=True)
+            ]
             pending = self._pending[key] = _TablePending(
                 table, positions, converters, values=[[] for _ in table.columns]
             )
@@ -184,7 +188,9 @@ class RowApplier:
         pending.rows += n
 
     @staticmethod
-    def _queue(pending: _TablePending, image: dict[int, list[Any]] | None, seqs: range, op: int, must: int | None) -> None:
+    def _queue(
+        pending: _TablePending, image: dict[int, list[Any]] | None, seqs: range, op: int, must: int | None
+    ) -> None:
         assert image is not None
         n = len(seqs)
         pending.seq.extend(seqs)
@@ -261,7 +267,9 @@ class RowApplier:
             pa.array(pending.must, type=pa.int8()),
         ]
         names = ["seq", "op", "must"]
-        for i, (values, (convert, arrow_type)) in enumerate(zip(pending.values, pending.converters, strict=True)):
+        for i, (values, (convert, arrow_type)) in enumerate(
+            zip(pending.values, pending.converters, strict=True)
+        ):
             arrays.append(pa.array(convert(values) if convert else values, type=arrow_type))
             names.append(f"c{i}")
         return pa.Table.from_arrays(arrays, names=names)

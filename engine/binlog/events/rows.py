@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from .. import primitives as p
@@ -329,12 +330,24 @@ class RowsEvent(BinlogEvent):
         return f"table_id: {self.table_id}{flags}"
 
 
+_ID4_FLAGS = struct.Struct("<IH").unpack_from
+_ID6_FLAGS = struct.Struct("<IHH").unpack_from
+
+
 def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEvent:
+    # Hot path (every rows event): plain struct reads; a short body raises struct.error or
+    # IndexError, which the reader reports as a bad event at its position.
     kind, version, compressed = ROWS_EVENT_TYPES[header.type_code]
-    post = ctx.post_header_len(header.type_code, 10 if version == 2 else 8)
-    table_id, pos = _table_id(body, post)
-    flags = p.u16(body, pos)
-    pos += 2
+    lengths = ctx.post_header_lengths
+    type_code = header.type_code
+    post = lengths[type_code - 1] if type_code <= len(lengths) else (10 if version == 2 else 8)
+    if post == 6:
+        table_id, flags = _ID4_FLAGS(body, 0)
+        pos = 6
+    else:
+        low, high, flags = _ID6_FLAGS(body, 0)
+        table_id = low | high << 32
+        pos = 8
     extra = b""
     if version == 2 and post >= pos + 2:
         extra_len = p.u16(body, pos)
@@ -343,7 +356,11 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
         extra, _ = p.take(body, pos + 2, extra_len - 2, "the rows extra data")
         pos = pos + extra_len
     pos = max(pos, post) if version != 2 else pos
-    width, pos = p.packed_len(body, pos)
+    width = body[pos]
+    if width < 251:
+        pos += 1
+    else:
+        width, pos = p.packed_len(body, pos)
     if width > 4096:
         raise ValueError(f"rows event claims {width} columns (MySQL allows 4096)")
     before, pos = p.bitmap(body, pos, width)

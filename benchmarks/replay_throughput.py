@@ -1,0 +1,187 @@
+"""Replay throughput of the single applier, side by side with MariaDB's own replica.
+
+    python benchmarks/replay_throughput.py [--size MB] [--peer] [--repeats N]
+
+Measures `relaydeck replay` (transactions/s, MB/s) on the bundled MariaDB capture and on a
+generated relay log, checking each result against its oracle. With --peer it also runs
+../shared/peer/peer.sh on the full-size capture (PROFILE=big: made once, reused from $PEER_LAB),
+times MariaDB 10.11's applier on it, then relaydeck on the same files, and compares relaydeck's
+tables with MariaDB's. Figures are printed and written to benchmarks/results/replay_throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+PEER = ROOT.parent / "shared" / "peer" / "peer.sh"
+sys.path.insert(0, str(ROOT))
+
+from engine.replay import ChannelSpec, Replay  # noqa: E402
+from engine.slave.database import Slave  # noqa: E402
+from engine.slave.export import differences  # noqa: E402
+
+
+def relay_bytes(channels: list[ChannelSpec]) -> int:
+    from engine.relaylog.index import read_index
+
+    return sum(p.stat().st_size for c in channels for p in read_index(c.index_file).files)
+
+
+def replay_once(channels: list[ChannelSpec], expected: Path | None) -> dict[str, object]:
+    work = Path(tempfile.mkdtemp(prefix="relaydeck-bench-"))
+    try:
+        start = time.perf_counter()
+        outcomes = Replay(work / "slave.duckdb", work / "repo.sqlite", channels).run()
+        seconds = time.perf_counter() - start
+        errors = [o.error.one_line() for o in outcomes if o.error]
+        transactions = sum(o.stats.transactions for o in outcomes if o.stats)
+        exact = None
+        if expected is not None:
+            slave = Slave(work / "slave.duckdb")
+            try:
+                diffs = differences(slave, expected)
+            finally:
+                slave.close()
+            exact = not diffs and not errors
+        return {"seconds": seconds, "transactions": transactions, "errors": errors, "identical_tables": exact}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(name: str, channels: list[ChannelSpec], expected: Path | None, repeats: int) -> dict[str, object]:
+    size = relay_bytes(channels)
+    runs = [replay_once(channels, expected) for _ in range(repeats)]
+    seconds = statistics.median(r["seconds"] for r in runs)  # type: ignore[misc]
+    transactions = runs[0]["transactions"]
+    result = {
+        "name": name,
+        "relay_log_bytes": size,
+        "transactions": transactions,
+        "runs_seconds": [round(r["seconds"], 3) for r in runs],  # type: ignore[arg-type]
+        "median_seconds": round(seconds, 3),
+        "trx_per_s": round(transactions / seconds),  # type: ignore[operator]
+        "mb_per_s": round(size / 1e6 / seconds, 2),
+        "identical_tables": all(r["identical_tables"] for r in runs) if expected else None,
+        "errors": runs[0]["errors"],
+    }
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def peer_capture(lab: Path) -> Path:
+    capture = lab / "capture"
+    if not (capture / "relay-bin-m1.index").exists():
+        subprocess.run(
+            ["bash", str(PEER), "all"], env={**os.environ, "PROFILE": "big", "PEER_LAB": str(lab)}, check=True
+        )
+    return capture
+
+
+def peer_apply(lab: Path, configs: str) -> dict[str, object]:
+    env = {
+        **os.environ,
+        "PROFILE": "big",
+        "PEER_LAB": str(lab),
+        "CONFIGS": configs,
+        "WARMUP": "0",
+        "REPEATS": "1",
+    }
+    subprocess.run(["bash", str(PEER), "apply"], env=env, check=True, stdout=subprocess.DEVNULL)
+    runs = json.loads((lab / "results" / "mariadb_apply.json").read_text())
+    if isinstance(runs, dict):
+        runs = runs.get("runs", [])
+    out = {}
+    for run in runs:
+        key = f"{run['slave_parallel_threads']}:{run['slave_parallel_mode']}"
+        out[key] = {"seconds": run["total"]["seconds"], "trx_per_s": run["total"]["tps"]}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", type=float, default=100.0, help="generated relay log size in MB")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--peer", action="store_true", help="also compare with MariaDB on the full-size capture"
+    )
+    parser.add_argument("--peer-lab", default=os.environ.get("PEER_LAB", "/tmp/peer-lab"))
+    args = parser.parse_args()
+
+    fixture = ROOT / "fixtures" / "mariadb-10.11-multisource"
+    results: dict[str, object] = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    results["mariadb_fixture"] = measure(
+        "MariaDB 10.11 capture (small)",
+        [
+            ChannelSpec("m1", fixture / "relay" / "relay-bin-m1.index"),
+            ChannelSpec("m2", fixture / "relay" / "relay-bin-m2.index"),
+        ],
+        fixture / "expected",
+        args.repeats,
+    )
+    generated = ROOT / "benchmarks" / "work" / f"oltp-1-{args.size:g}MB"
+    if not (generated / "relay-bin.index").exists():
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "console.cli",
+                "generate",
+                "--workload",
+                "oltp",
+                "--seed",
+                "1",
+                "--out",
+                str(generated),
+                "--size",
+                str(args.size),
+            ],
+            check=True,
+            cwd=ROOT,
+        )
+    results["generated_oltp"] = measure(
+        f"generated oltp {args.size:g} MB",
+        [ChannelSpec("", generated / "relay-bin.index")],
+        generated / "expected",
+        1,
+    )
+    if args.peer:
+        lab = Path(args.peer_lab)
+        capture = peer_capture(lab)
+        mariadb = peer_apply(lab, "0:none 4:optimistic 4:conservative")
+        ours = measure(
+            "MariaDB 10.11 capture (full size, PROFILE=big)",
+            [
+                ChannelSpec("m1", capture / "relay-bin-m1.index"),
+                ChannelSpec("m2", capture / "relay-bin-m2.index"),
+            ],
+            lab / "expected",
+            1,
+        )
+        best = max(mariadb.values(), key=lambda r: r["trx_per_s"])  # type: ignore[index]
+        results["peer"] = {
+            "mariadb": mariadb,
+            "relaydeck_single_applier": ours,
+            "ratio_to_mariadb_single_threaded": round(ours["trx_per_s"] / mariadb["0:none"]["trx_per_s"], 2),  # type: ignore[index,operator]
+            "ratio_to_mariadb_best": round(ours["trx_per_s"] / best["trx_per_s"], 2),  # type: ignore[index,operator]
+        }
+        print(json.dumps(results["peer"], indent=2))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "replay_throughput.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
