@@ -132,9 +132,13 @@ class TransactionExecutor:
                     key: (TEMPORARY_SCHEMA, slave_name) for key, slave_name in temporaries.items()
                 },
             )
-            for sql in self.statements.translate(event.query, context, self.slave.catalog, self.slave.con):
+            statements = self.statements.translate(event.query, context, self.slave.catalog, self.slave.con)
+            target = self.statements.last_target
+            if target is not None and target[0] != TEMPORARY_SCHEMA and target not in self.slave.catalog:
+                raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{target[0]}.{target[1]}' doesn't exist")
+            for sql in statements:
                 self.slave.con.execute(sql)
-            self._check_unique(self.statements.last_target)
+            self._check_unique(target)
             return
         session_catalog = self.slave.catalog.copy()
         for (schema, name), slave_name in temporaries.items():

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 HEADER = struct.Struct("<IBIIIH")
 
 
-@dataclass(frozen=True, slots=True)
-class EventHeader:
-    """The 19-byte common header."""
+class EventHeader(NamedTuple):
+    """The 19-byte common header (a named tuple: immutable, and built once per event, cheaply)."""
 
     timestamp: int
     type_code: int
