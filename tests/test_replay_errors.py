@@ -50,49 +50,21 @@ def write_relay_log(folder: Path, statements: list[tuple[str, bool]]) -> Path:
     return writer.close().index_file
 
 
-def replay(index: Path, slave: Path, repo: Path) -> subprocess.CompletedProcess[str]:
+def replay(index: Path, slave: Path, repo: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`relaydeck replay` of channel c1 in a subprocess, as a DBA runs it."""
+    command = [
+        sys.executable,
+        "-m",
+        "console.cli",
+        "replay",
+        "--slave",
+        str(slave),
+        "--repository",
+        str(repo),
+    ]
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "replay",
-            "--slave",
-            str(slave),
-            "--repository",
-            str(repo),
-            "--channel",
-            f"c1={index}",
-            "--group-size",
-            "100",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [*command, "--channel", f"c1={index}", *options], capture_output=True, text=True, timeout=120
     )
-
-
-def status(repo: Path) -> dict:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "status",
-            "--repository",
-            str(repo),
-            "--channel",
-            "c1",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    rows = json.loads(out.stdout)
-    assert len(rows) == 1
-    return rows[0]
 
 
 SETUP = [
@@ -117,11 +89,11 @@ def test_an_untranslatable_statement_stops_the_channel_at_the_last_whole_transac
         tmp_path / "relay",
         [*SETUP, ("INSERT IGNORE INTO t VALUES (3, 'c')", False), ("INSERT INTO t VALUES (4, 'd')", False)],
     )
-    run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite")
+    run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite", "--group-size", "100")
     assert run.returncode == 1
     assert run.stderr.count("\n") == 1 and f"GTID {GTID}:5" in run.stderr and "INSERT IGNORE" in run.stderr
     assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")]
-    row = status(tmp_path / "r.sqlite")
+    row = status_of(tmp_path / "r.sqlite")
     assert row["last_error_number"] == 1105 and f"{GTID}:5" in row["last_error_message"]
     assert row["transactions_applied"] == 4
 
@@ -142,34 +114,11 @@ def test_a_duplicate_key_stops_the_channel_with_error_1062_and_nothing_half_appl
     assert run.returncode == 1 and "Error 1062" not in run.stdout
     assert f"GTID {GTID}:6" in run.stderr
     assert table_rows(slave) == [(1, "a"), (2, "b"), (5, "e"), (6, "local")]
-    assert status(repo)["last_error_number"] == 1062
+    assert status_of(repo)["last_error_number"] == 1062
 
 
 def replay_until_table_exists(index: Path, slave: Path, repo: Path) -> subprocess.CompletedProcess[str]:
-    first_file = index.read_text().split()[0].split("/")[-1]
-    return (
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "console.cli",
-                "replay",
-                "--slave",
-                str(slave),
-                "--repository",
-                str(repo),
-                "--channel",
-                f"c1={index}",
-                "--until-gtid",
-                f"{GTID}:1-2",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if first_file
-        else None
-    )  # type: ignore[return-value]
+    return replay(index, slave, repo, "--until-gtid", f"{GTID}:1-2")
 
 
 def test_a_missing_table_stops_the_channel_with_error_1146(tmp_path):
@@ -181,7 +130,7 @@ def test_a_missing_table_stops_the_channel_with_error_1146(tmp_path):
     con.close()
     run = replay(index, slave, repo)
     assert run.returncode == 1 and f"GTID {GTID}:3" in run.stderr
-    row = status(repo)
+    row = status_of(repo)
     assert row["last_error_number"] in (1146, 1105)
     assert row["transactions_applied"] == 2
 
@@ -199,22 +148,7 @@ def test_a_row_event_for_a_row_the_slave_lacks_stops_with_error_1032(tmp_path):
         t.gtid for t in assemble(stream_events(read_index(summary.index_file))) if isinstance(t, Transaction)
     ]
     sid = gtids[0].rsplit(":", 1)[0]
-    base = [
-        sys.executable,
-        "-m",
-        "console.cli",
-        "replay",
-        "--slave",
-        str(slave),
-        "--repository",
-        str(repo),
-        "--channel",
-        f"c1={summary.index_file}",
-    ]
-    assert (
-        subprocess.run([*base, "--until-gtid", f"{sid}:1-30"], capture_output=True, timeout=120).returncode
-        == 0
-    )
+    assert replay(summary.index_file, slave, repo, "--until-gtid", f"{sid}:1-30").returncode == 0
     con = duckdb.connect(str(slave))
     tables = con.execute(
         "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE 'sbtest%'"
@@ -223,7 +157,7 @@ def test_a_row_event_for_a_row_the_slave_lacks_stops_with_error_1032(tmp_path):
         con.execute(f'DELETE FROM "{schema}"."{name}"')
     applied_before = con.execute("SELECT transactions FROM __relaydeck.progress").fetchone()[0]
     con.close()
-    run = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    run = replay(summary.index_file, slave, repo)
     assert run.returncode == 1 and "Error 1032" in run.stderr and "GTID " in run.stderr
     row = status_of(repo)
     assert row["last_error_number"] == 1032
