@@ -73,7 +73,7 @@ def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
         event = logged.event
         if isinstance(event, TableMap):
             table_maps[event.table_id] = event
-        header = event.header
+        header = logged.header
         images = None
         rows_error = None
         if args.rows and isinstance(event, RowsEvent):

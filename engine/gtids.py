@@ -151,21 +151,29 @@ class ExecutedGtids:
             uuid, _, tag = uuid.partition(":")
             self.mysql.add(Sid(uuid.lower(), tag.lower()), int(rest))
         else:
-            parsed = MariaGtid.parse(gtid)
-            current = self.maria.get(parsed.domain_id)
-            if current is None or parsed.seq_no >= current.seq_no:
-                self.maria[parsed.domain_id] = parsed
+            domain, server, seq = _maria_parts(gtid)
+            current = self.maria.get(domain)
+            if current is None or seq >= current.seq_no:
+                self.maria[domain] = MariaGtid(domain, server, seq)
 
     def contains(self, gtid: str) -> bool:
         if ":" in gtid:
             uuid, _, rest = gtid.rpartition(":")
             uuid, _, tag = uuid.partition(":")
             return self.mysql.contains(Sid(uuid.lower(), tag.lower()), int(rest))
-        parsed = MariaGtid.parse(gtid)
-        current = self.maria.get(parsed.domain_id)
-        return current is not None and parsed.seq_no <= current.seq_no
+        domain, _, seq = _maria_parts(gtid)
+        current = self.maria.get(domain)
+        return current is not None and seq <= current.seq_no
 
     def __str__(self) -> str:
         parts = [str(self.mysql).replace(",\n", ",")] if not self.mysql.is_empty() else []
         parts += [str(self.maria[d]) for d in sorted(self.maria)]
         return ",".join(parts)
+
+
+def _maria_parts(gtid: str) -> tuple[int, int, int]:
+    """'domain-server-seq' as integers (checked: a malformed GTID is a ValueError)."""
+    parts = gtid.split("-")
+    if len(parts) != 3:
+        raise ValueError(f"malformed MariaDB GTID {gtid!r}")
+    return int(parts[0]), int(parts[1]), int(parts[2])

@@ -260,7 +260,7 @@ class TransactionAssembler:
             source_log_file=last.source_log_file,
             source_end_pos=last.source_end_pos,
             original_commit_timestamp=group.original_commit_timestamp,
-            timestamp=first.event.header.timestamp,
+            timestamp=first.header.timestamp,
             row_events=group.row_events,
             size=size,
         )

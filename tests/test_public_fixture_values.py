@@ -69,7 +69,7 @@ def rows_events(events: list[LoggedEvent]) -> Iterator[tuple[LoggedEvent, TableM
 
 
 def header_tuple(logged: LoggedEvent) -> tuple[int, int, int, int, int, int]:
-    h = logged.event.header
+    h = logged.header
     return (h.timestamp, h.type_code, h.server_id, h.event_size, h.log_pos, h.flags)
 
 
@@ -517,7 +517,7 @@ def test_mariadb_poc_binlog_metadata_matches_its_documented_output(name: str):
     # main.go keeps the last event's server id and log_pos, the first non-zero and the last timestamp
     assert events[-1].server_id == 10
     assert events[-1].source_end_pos == log_pos
-    timestamps = [e.event.header.timestamp for e in events if e.event.header.timestamp]
+    timestamps = [e.header.timestamp for e in events if e.header.timestamp]
     assert (timestamps[0], timestamps[-1]) == (first_ts, last_ts)
     (gtid_list,) = [e.event for e in events if isinstance(e.event, GtidList)]
     assert [str(g) for g in gtid_list.gtids] == [previous]

@@ -76,7 +76,7 @@ class TransactionExecutor:
             elif isinstance(event, RowsEvent):
                 self._rows(event)
             elif isinstance(event, Query):
-                self._query(event, session, logged.event.header.timestamp)
+                self._query(event, session, logged.header.timestamp)
                 session = _Session()
             elif isinstance(event, UserVar):
                 session.user_vars[event.name.lower()] = event.value

@@ -49,6 +49,7 @@ class LoggedEvent(NamedTuple):
     """
 
     event: BinlogEvent
+    header: EventHeader  # this event's own header (identical table maps share one event object)
     log_name: str
     pos: int
     end_pos: int
@@ -59,19 +60,19 @@ class LoggedEvent(NamedTuple):
 
     @property
     def type_code(self) -> int:
-        return self.event.header.type_code
+        return self.header.type_code
 
     @property
     def event_type(self) -> str:
-        return event_type_name(self.event.header.type_code)
+        return event_type_name(self.header.type_code)
 
     @property
     def server_id(self) -> int:
-        return self.event.header.server_id
+        return self.header.server_id
 
     @property
     def source_end_pos(self) -> int:
-        return self.event.header.log_pos
+        return self.header.log_pos
 
 
 @dataclass(slots=True)
@@ -185,7 +186,7 @@ class BinlogFile:
                     own_server_id = server_id
                 if pos >= start:
                     yield LoggedEvent(
-                        event, name, pos, next_pos, state.source_log_file or name, copied_fde=pos != 4
+                        event, header, name, pos, next_pos, state.source_log_file or name, copied_fde=pos != 4
                     )
                 pos = next_pos
                 continue
@@ -205,7 +206,12 @@ class BinlogFile:
                     if pos >= start:
                         body = data[pos + COMMON_HEADER_LEN : body_end]
                         yield LoggedEvent(
-                            IgnoredEvent(header, body), name, pos, next_pos, state.source_log_file or name
+                            IgnoredEvent(header, body),
+                            header,
+                            name,
+                            pos,
+                            next_pos,
+                            state.source_log_file or name,
                         )
                     pos = next_pos
                     continue
@@ -222,13 +228,17 @@ class BinlogFile:
                 if artificial:
                     state.source_log_file = event.next_file
                 if pos >= start:
-                    yield LoggedEvent(event, name, pos, next_pos, state.source_log_file or name, artificial)
+                    yield LoggedEvent(
+                        event, header, name, pos, next_pos, state.source_log_file or name, artificial
+                    )
                 if from_source and not artificial:
                     state.source_log_file = event.next_file
                 pos = next_pos
                 continue
             if pos >= start:
-                yield LoggedEvent(event, name, pos, next_pos, state.source_log_file or name, artificial)
+                yield LoggedEvent(
+                    event, header, name, pos, next_pos, state.source_log_file or name, artificial
+                )
                 if isinstance(event, TransactionPayload):
                     yield from self._inner_events(event, pos, next_pos, state)
             pos = next_pos
@@ -287,7 +297,9 @@ class BinlogFile:
                     pos,
                     f"bad {event_type_name(type_code)} event inside the transaction payload: {exc}",
                 ) from None
-            yield LoggedEvent(event, self.name, pos, next_pos, state.source_log_file or self.name, inner=True)
+            yield LoggedEvent(
+                event, header, self.name, pos, next_pos, state.source_log_file or self.name, inner=True
+            )
             at += size
 
 

@@ -249,7 +249,8 @@ class RowApplier:
     @staticmethod
     def _full_images(images: RowImages) -> bool:
         width = len(images.columns)
-        return all(image is None or len(image) == width for image in (images.before, images.after))
+        before, after = images.before, images.after
+        return (before is None or len(before) == width) and (after is None or len(after) == width)
 
     @staticmethod
     def _position(table: MysqlTable, name: str) -> int:

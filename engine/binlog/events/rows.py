@@ -123,7 +123,24 @@ _SHAPES: dict[bytes, dict[str, object]] = {}
 _SHAPES_MAX = 8192
 
 
+# A session repeats byte-identical table maps before every statement: the event object is shared
+# (its `header` is the first occurrence's; LoggedEvent.header is each occurrence's own).
+_TABLE_MAPS: dict[bytes, TableMap] = {}
+
+
 def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMap:
+    shared_key = bytes((ctx.post_header_len(EventType.TABLE_MAP, 8), ctx.is_mariadb)) + body
+    shared = _TABLE_MAPS.get(shared_key)
+    if shared is not None:
+        return shared
+    if len(_TABLE_MAPS) >= _SHAPES_MAX:
+        _TABLE_MAPS.clear()
+    event = _decode_table_map(header, body, ctx)
+    _TABLE_MAPS[shared_key] = event
+    return event
+
+
+def _decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMap:
     post = ctx.post_header_len(EventType.TABLE_MAP, 8)
     table_id, pos = _table_id(body, post)
     flags = p.u16(body, pos)
