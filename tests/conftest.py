@@ -15,3 +15,20 @@ PUBLIC = FIXTURES / "public-binlogs"
 @pytest.fixture(scope="session")
 def multisource() -> Path:
     return MULTISOURCE
+
+
+def replay_argv(slave: Path, repo: Path, channel: str, *options: str) -> list[str]:
+    """`relaydeck replay` as a DBA types it, for subprocess tests (channel: 'NAME=INDEX_FILE')."""
+    import sys
+
+    command = [
+        sys.executable,
+        "-m",
+        "console.cli",
+        "replay",
+        "--slave",
+        str(slave),
+        "--repository",
+        str(repo),
+    ]
+    return [*command, "--channel", channel, *options]

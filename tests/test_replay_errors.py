@@ -15,6 +15,8 @@ from engine.binlog.constants import EventType
 from engine.binlog.writer import QueryStatusVars, query_body, xid_body
 from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
 
+from .conftest import replay_argv
+
 START = 1_700_000_000
 
 
@@ -52,18 +54,8 @@ def write_relay_log(folder: Path, statements: list[tuple[str, bool]]) -> Path:
 
 def replay(index: Path, slave: Path, repo: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """`relaydeck replay` of channel c1 in a subprocess, as a DBA runs it."""
-    command = [
-        sys.executable,
-        "-m",
-        "console.cli",
-        "replay",
-        "--slave",
-        str(slave),
-        "--repository",
-        str(repo),
-    ]
     return subprocess.run(
-        [*command, "--channel", f"c1={index}", *options], capture_output=True, text=True, timeout=120
+        replay_argv(slave, repo, f"c1={index}", *options), capture_output=True, text=True, timeout=120
     )
 
 

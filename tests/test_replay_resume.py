@@ -6,7 +6,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,26 +14,14 @@ import pytest
 
 from engine.generate import generate
 
+from .conftest import replay_argv
 from .test_replay_oracle import assert_tables_equal
 
 KILLS = 20
 
 
 def replay_command(relay: Path, slave: Path, repo: Path, group_size: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "console.cli",
-        "replay",
-        "--slave",
-        str(slave),
-        "--repository",
-        str(repo),
-        "--channel",
-        f"={relay / 'relay-bin.index'}",
-        "--group-size",
-        str(group_size),
-    ]
+    return replay_argv(slave, repo, f"={relay / 'relay-bin.index'}", "--group-size", str(group_size))
 
 
 def commit_records(slave: Path) -> tuple[int, int, int]:
