@@ -27,15 +27,11 @@ RESULTS = ROOT / "benchmarks" / "results"
 PEER = ROOT.parent / "shared" / "peer" / "peer.sh"
 sys.path.insert(0, str(ROOT))
 
-from engine.replay import ChannelSpec, Replay  # noqa: E402
+from decode_throughput import ensure_relay_log  # noqa: E402
+
+from engine.replay import ChannelSpec, Replay, relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402
-
-
-def relay_bytes(channels: list[ChannelSpec]) -> int:
-    from engine.relaylog.index import read_index
-
-    return sum(p.stat().st_size for c in channels for p in read_index(c.index_file).files)
 
 
 def replay_once(channels: list[ChannelSpec], expected: Path | None) -> dict[str, object]:
@@ -60,7 +56,7 @@ def replay_once(channels: list[ChannelSpec], expected: Path | None) -> dict[str,
 
 
 def measure(name: str, channels: list[ChannelSpec], expected: Path | None, repeats: int) -> dict[str, object]:
-    size = relay_bytes(channels)
+    size = sum(relay_bytes(c) for c in channels)
     runs = [replay_once(channels, expected) for _ in range(repeats)]
     seconds = statistics.median(r["seconds"] for r in runs)  # type: ignore[misc]
     transactions = runs[0]["transactions"]
@@ -131,26 +127,7 @@ def main() -> int:
         fixture / "expected",
         args.repeats,
     )
-    generated = ROOT / "benchmarks" / "work" / f"oltp-1-{args.size:g}MB"
-    if not (generated / "relay-bin.index").exists():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "console.cli",
-                "generate",
-                "--workload",
-                "oltp",
-                "--seed",
-                "1",
-                "--out",
-                str(generated),
-                "--size",
-                str(args.size),
-            ],
-            check=True,
-            cwd=ROOT,
-        )
+    generated = ensure_relay_log("oltp", args.size, 1).parent
     results["generated_oltp"] = measure(
         f"generated oltp {args.size:g} MB",
         [ChannelSpec("", generated / "relay-bin.index")],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -111,10 +110,6 @@ class MariaGtid:
         if len(parts) != 3 or not all(x.isdigit() for x in parts):
             raise ValueError(f"malformed MariaDB GTID {text!r}")
         return cls(int(parts[0]), int(parts[1]), int(parts[2]))
-
-
-def maria_gtid_list_text(gtids: Iterable[MariaGtid]) -> str:
-    return ",".join(str(g) for g in gtids)
 
 
 class ExecutedGtids:

@@ -12,7 +12,6 @@ import datetime as dt
 import struct
 from collections import OrderedDict
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -21,7 +20,7 @@ from .charsets import codec_for
 from .constants import BINARY_CHARSET, ColumnType, RowsKind
 from .events.rows import RowsEvent, TableMap, real_type
 from .json_binary import decode_json, json_text, read_json_diff_column
-from .values import decimal_size, decode_decimal
+from .values import decode_decimal
 
 _UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
@@ -592,11 +591,9 @@ def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
 
 __all__ = [
     "ColumnInfo",
-    "Decimal",
     "InvalidTemporal",
     "RowDecoder",
     "RowImages",
-    "decimal_size",
     "decode_rows_event",
     "table_columns",
 ]

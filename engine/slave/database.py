@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -224,7 +224,3 @@ class Slave:
             "AND table_type = 'BASE TABLE' ORDER BY 1, 2"
         ).fetchall()
         return [(r[0], r[1]) for r in rows]
-
-
-def advanced(progress: ChannelProgress, **changes: object) -> ChannelProgress:
-    return replace(progress, **changes)  # type: ignore[arg-type]
