@@ -154,19 +154,52 @@ def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return None
 
 
+def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from engine.applier.single import BatchLimits
+
+    if args.group_size is None:
+        return None
+    if args.group_size < 1:
+        raise RelaydeckError("--group-size must be at least 1")
+    return BatchLimits(transactions=args.group_size)
+
+
+def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from engine.applier.parallel import ParallelOptions
+
+    if not 0 <= args.workers <= 1024:
+        raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")
+    if args.workers == 0:
+        return None
+    try:
+        return ParallelOptions(
+            workers=args.workers,
+            parallel_type=args.parallel_type,
+            preserve_commit_order=args.preserve_commit_order == "on",
+            pending_jobs_size_max=args.pending_jobs_size_max,
+            checkpoint_group=args.checkpoint_group,
+            checkpoint_period_ms=args.checkpoint_period,
+        )
+    except ValueError as exc:
+        raise RelaydeckError(str(exc)) from None
+
+
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     """Apply every channel's relay logs to the slave, then exit."""
     from engine.replay import Replay
 
-    if args.workers:
-        raise RelaydeckError(
-            "--workers > 0 needs the multi-threaded applier, which this build does not have yet"
-        )
     specs = [_channel_spec(c) for c in args.channel]
+    parallel = _parallel_options(args)
     show_bar = out is sys.stdout and sys.stdout.isatty()
     bar = _ProgressBar(specs) if show_bar else None
     replay = Replay(
-        args.slave, args.repository, specs, until=_until(args), on_tick=bar.update if bar else None
+        args.slave,
+        args.repository,
+        specs,
+        until=_until(args),
+        limits=_limits(args),
+        on_tick=bar.update if bar else None,
+        parallel=parallel,
     )
     try:
         outcomes = replay.run()
@@ -245,6 +278,34 @@ def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_recovery(args: argparse.Namespace, out: TextIO) -> int:
+    """The recovery picture after a parallel applier stopped: LWM, worker checkpoints, gaps, plan."""
+    from engine.applier.recovery import inspect_recovery
+
+    pictures = inspect_recovery(args.slave, args.repository, args.channel)
+    if args.json:
+        out.write(json.dumps([p.to_json() for p in pictures], ensure_ascii=False) + "\n")
+        return 0
+    for picture in pictures:
+        out.write(f"channel '{picture.channel}'\n")
+        out.write(f"  low-water mark: #{picture.lwm} at relay log {picture.lwm_relay_position or '(start)'}")
+        out.write(f", source {picture.lwm_source_position}\n" if picture.lwm_source_position else "\n")
+        out.write(f"  committed after it: {picture.committed_after_lwm}; gaps: {len(picture.gaps)}\n")
+        for w in picture.workers:
+            out.write(
+                f"  worker {w.worker}: last {w.relay_log}, checkpoint {w.checkpoint_relay_log}, "
+                f"seqno {w.checkpoint_seqno}/{w.checkpoint_group_size}, bitmap {w.bitmap or '-'}\n"
+            )
+        for g in picture.groups:
+            who = "GAP" if g.is_gap else f"committed by worker {g.committed_by}"
+            out.write(f"  #{g.ordinal} {g.transaction} at {g.relay_start}: {who}\n")
+        if picture.problem:
+            out.write(f"  problem: {picture.problem}\n")
+        for step in picture.plan:
+            out.write(f"  plan: {step}\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relaydeck", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -289,6 +350,39 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=0, metavar="N", help="replica_parallel_workers (0: single applier)"
     )
     rep.add_argument(
+        "--parallel-type",
+        choices=("database", "logical_clock", "writeset"),
+        default="writeset",
+        help="replica_parallel_type: how the coordinator finds independent transactions (default writeset)",
+    )
+    rep.add_argument(
+        "--preserve-commit-order",
+        choices=("on", "off"),
+        default="on",
+        help="replica_preserve_commit_order: commit in source order (default on)",
+    )
+    rep.add_argument(
+        "--pending-jobs-size-max",
+        type=int,
+        default=128 * 1024 * 1024,
+        metavar="BYTES",
+        help="replica_pending_jobs_size_max: bytes of transactions queued to workers (default 128M)",
+    )
+    rep.add_argument(
+        "--checkpoint-group",
+        type=int,
+        default=512,
+        metavar="N",
+        help="replica_checkpoint_group: checkpoint at least every N transactions (default 512)",
+    )
+    rep.add_argument(
+        "--checkpoint-period",
+        type=int,
+        default=300,
+        metavar="MS",
+        help="replica_checkpoint_period: checkpoint at least every MS milliseconds (default 300)",
+    )
+    rep.add_argument(
         "--until-gtid", metavar="SET", help="stop once every GTID of SET is applied (SQL_AFTER_GTIDS)"
     )
     rep.add_argument("--until-pos", metavar="FILE:POS", help="stop at this relay-log or source-log position")
@@ -300,6 +394,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="commit at most N source transactions per DuckDB transaction (default 20000)",
     )
     rep.set_defaults(func=cmd_replay)
+
+    rec = sub.add_parser(
+        "recovery",
+        help="show what the next start recovers after a parallel applier stopped (changes nothing)",
+    )
+    rec.add_argument("--slave", required=True, metavar="SLAVE.duckdb")
+    rec.add_argument("--repository", required=True, metavar="REPO.sqlite")
+    rec.add_argument("--channel", default=None, metavar="NAME")
+    rec.add_argument("--json", action="store_true")
+    rec.set_defaults(func=cmd_recovery)
 
     st = sub.add_parser("status", help="SHOW REPLICA STATUS from the repository")
     st.add_argument("--repository", required=True, metavar="REPO.sqlite")

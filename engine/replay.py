@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions
+from .applier.recovery import fill_gaps
 from .applier.single import ApplyStats, BatchLimits, ChannelApplier, ChannelError, Until
 from .errors import RelaydeckError
 from .relaylog.index import read_index, validate_channel_name
@@ -34,6 +36,7 @@ class ChannelOutcome:
     name: str
     stats: ApplyStats | None = None
     error: RelaydeckError | None = None
+    gaps_filled: int = 0  # recovered at start: transactions a previous run's workers left out
 
 
 @dataclass(slots=True)
@@ -66,7 +69,9 @@ class Replay:
         until: Until | None = None,
         limits: BatchLimits | None = None,
         on_tick: Callable[[dict[str, _Live]], None] | None = None,
+        parallel: ParallelOptions | None = None,
     ) -> None:
+        """parallel: the multi-threaded applier's settings; None is the single applier."""
         for spec in channels:
             validate_channel_name(spec.name)
         names = [c.name.lower() for c in channels]
@@ -78,7 +83,10 @@ class Replay:
         self.until = until
         self.limits = limits
         self.on_tick = on_tick
+        self.parallel = parallel
         self.stop = threading.Event()
+        self.kill = threading.Event()  # KILL: workers drop what they hold (recovery fills gaps)
+        self.appliers: dict[str, ParallelApplier] = {}
         self.live = {c.name: _Live(total_bytes=relay_bytes(c)) for c in channels}
 
     def run(self) -> list[ChannelOutcome]:
@@ -120,16 +128,37 @@ class Replay:
             if self.repository is not None:
                 self.repository.ensure_channel(spec.name)
                 self.repository.update_relay_log_info(spec.name, Relay_log_index=str(spec.index_file))
+                self.repository.set_number_of_workers(
+                    spec.name, self.parallel.workers if self.parallel else 0
+                )
                 self.repository.clear_error(spec.name)
-            applier = ChannelApplier(
-                session,
-                spec.name,
-                logs,
-                self.limits,
-                self.until,
-                on_progress=self._progress_hook(spec.name, logs),
-                stop=self.stop,
-            )
+            live.state = "RECOVERING"
+            outcome.gaps_filled = fill_gaps(session, spec.name, logs)
+            live.state = "ON"
+            applier: ChannelApplier | ParallelApplier
+            if self.parallel is None:
+                applier = ChannelApplier(
+                    session,
+                    spec.name,
+                    logs,
+                    self.limits,
+                    self.until,
+                    on_progress=self._progress_hook(spec.name, logs),
+                    stop=self.stop,
+                )
+            else:
+                applier = self.appliers[spec.name] = ParallelApplier(
+                    session,
+                    spec.name,
+                    logs,
+                    self.parallel,
+                    self.limits,
+                    self.until,
+                    on_progress=self._progress_hook(spec.name, logs),
+                    stop=self.stop,
+                    kill=self.kill,
+                    on_checkpoint=self._write_checkpoint if self.repository is not None else None,
+                )
             live.transactions = applier.progress.transactions
             outcome.stats = applier.run()
             live.state = "OFF"
@@ -165,6 +194,43 @@ class Replay:
 
         return hook
 
+    def _write_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """relay_log_info gets the LWM, worker_info each worker's position and bitmap after it."""
+        assert self.repository is not None
+        lwm = checkpoint.progress
+        rows = []
+        for worker, (relay_file, relay_pos, source_file, source_pos) in zip(
+            checkpoint.workers, checkpoint.worker_positions, strict=True
+        ):
+            rows.append(
+                {
+                    "Id": worker.worker,
+                    "Relay_log_name": relay_file,
+                    "Relay_log_pos": relay_pos,
+                    "Master_log_name": source_file or "",
+                    "Master_log_pos": source_pos,
+                    "Checkpoint_relay_log_name": lwm.relay_log_file or "",
+                    "Checkpoint_relay_log_pos": lwm.relay_log_pos,
+                    "Checkpoint_master_log_name": lwm.source_log_file or "",
+                    "Checkpoint_master_log_pos": lwm.source_log_pos,
+                    "Checkpoint_seqno": worker.seqno,
+                    "Checkpoint_group_size": checkpoint.group_size,
+                    "Checkpoint_group_bitmap": worker.bitmap,
+                }
+            )
+        relay_log_info = (
+            {
+                "Relay_log_name": lwm.relay_log_file,
+                "Relay_log_pos": lwm.relay_log_pos,
+                "Master_log_name": lwm.source_log_file or "",
+                "Master_log_pos": lwm.source_log_pos,
+                "Executed_gtid_set": lwm.executed_gtids,
+            }
+            if lwm.relay_log_file is not None  # nothing committed yet
+            else {}
+        )
+        self.repository.write_checkpoint(checkpoint.channel, relay_log_info, rows)
+
     def _publish_all(self) -> None:
         if self.repository is None:
             return
@@ -189,7 +255,25 @@ class Replay:
                 "started_at": mysql_timestamp(time.time() - elapsed),
             }
             stats = {k: v for k, v in stats.items() if v is not None}  # unknown yet: keep what was there
-            self.repository.publish_status(coordinator, [], None, stats)
+            workers = []
+            applier = self.appliers.get(spec.name)
+            if applier is not None:
+                for w in applier.worker_status():
+                    workers.append(
+                        {
+                            "CHANNEL_NAME": spec.name,
+                            "WORKER_ID": w.worker,
+                            "SERVICE_STATE": "OFF" if w.state in ("stopped", "error") else "ON",
+                            "LAST_ERROR_MESSAGE": w.error or "",
+                            "LAST_ERROR_NUMBER": 1 if w.error else 0,
+                            "LAST_APPLIED_TRANSACTION": w.last_applied or "",
+                            "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP": mysql_timestamp(
+                                w.last_applied_at
+                            ),
+                            "APPLYING_TRANSACTION": w.applying or "",
+                        }
+                    )
+            self.repository.publish_status(coordinator, workers, None, stats)
             if progress is not None:
                 self.repository.update_relay_log_info(
                     spec.name,

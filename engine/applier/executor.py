@@ -6,9 +6,10 @@ Used by the single applier and by every worker of the multi-threaded one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..binlog.columns import decode_rows_event
+from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
 from ..binlog.events import Intvar, Query, Rand, RowsEvent, TableMap, UserVar
 from ..slave.database import Slave
@@ -67,14 +68,15 @@ class TransactionExecutor:
         self.statements = StatementTranslator()
         self._table_maps: dict[int, TableMap] = {}
 
-    def apply(self, txn: Transaction) -> None:
+    def apply(self, txn: Transaction, decoded: Mapping[int, RowImages] | None = None) -> None:
+        """decoded: row images the coordinator already decoded, by index in txn.events."""
         session = _Session()
-        for logged in txn.events:
+        for index, logged in enumerate(txn.events):
             event = logged.event
             if isinstance(event, TableMap):
                 self._table_maps[event.table_id] = event
             elif isinstance(event, RowsEvent):
-                self._rows(event)
+                self._rows(event, decoded.get(index) if decoded else None)
             elif isinstance(event, Query):
                 self._query(event, session, logged.header.timestamp)
                 session = _Session()
@@ -94,17 +96,18 @@ class TransactionExecutor:
     def discard(self) -> None:
         self.rows.discard()
 
-    def _rows(self, event: RowsEvent) -> None:
+    def _rows(self, event: RowsEvent, images: RowImages | None) -> None:
         table_map = self._table_maps.get(event.table_id)
         if table_map is None:
             raise ApplyError(1593, f"rows event for table_id {event.table_id} has no table map before it")
         table = self.slave.catalog.get((table_map.schema, table_map.table))
         if table is None:
             raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{table_map.schema}.{table_map.table}' doesn't exist")
-        try:
-            images = decode_rows_event(event, table_map)
-        except ValueError as exc:
-            raise ApplyError(1594, f"Relay log read failure: {exc}") from None
+        if images is None:
+            try:
+                images = decode_rows_event(event, table_map)
+            except ValueError as exc:
+                raise ApplyError(1594, f"Relay log read failure: {exc}") from None
         self.rows.add(images, table)
 
     def _query(self, event: Query, session: _Session, timestamp: int) -> None:

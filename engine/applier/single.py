@@ -151,6 +151,7 @@ class ChannelApplier:
         progress = slave.progress(channel)
         self.progress = progress or ChannelProgress(channel)
         self.executed = ExecutedGtids.parse(self.progress.executed_gtids)
+        self._scheduled = ExecutedGtids.parse(self.progress.executed_gtids)  # executed or batched
 
     def run(self) -> ApplyStats:
         """Apply until the end of the available relay log, an UNTIL condition, or stop()."""
@@ -171,9 +172,11 @@ class ChannelApplier:
             for chunk in reader:
                 for item in chunk:
                     if isinstance(item, Transaction):
-                        if item.gtid and self.executed.contains(item.gtid):
-                            self.stats.skipped += 1  # applied before (a restarted relay log)
-                            continue
+                        if item.gtid:
+                            if self._scheduled.contains(item.gtid):
+                                self.stats.skipped += 1  # applied before (a restarted relay log)
+                                continue
+                            self._scheduled.add(item.gtid)
                         if is_structural(item):
                             self._commit(batch)
                             batch = []
@@ -285,13 +288,17 @@ class ChannelApplier:
         self.executor.discard()
 
     def _channel_error(self, txn: Transaction, exc: Exception) -> ChannelError:
-        if isinstance(exc, ApplyError):
-            errno, message = exc.errno, exc.message
-        elif isinstance(exc, UntranslatableStatement):
-            errno, message = ER_UNKNOWN_ERROR, exc.one_line()
-        else:
-            errno, message = ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
+        errno, message = apply_error_text(exc)
         return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))
+
+
+def apply_error_text(exc: Exception) -> tuple[int, str]:
+    """MySQL error number and message for an error applying a transaction."""
+    if isinstance(exc, ApplyError):
+        return exc.errno, exc.message
+    if isinstance(exc, UntranslatableStatement):
+        return ER_UNKNOWN_ERROR, exc.one_line()
+    return ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
 
 
 def gtid_set_text(text: str) -> str:

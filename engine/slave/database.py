@@ -74,13 +74,27 @@ class CommitRecord:
     worker: int = 0
 
 
+def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a registered Arrow table; after a failed statement DuckDB refuses even that until the
+    rollback, and the error that matters is the one already being raised."""
+    try:
+        con.unregister(name)
+    except duckdb.Error:
+        pass
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
 class _SharedDatabase:
     """What every session on one slave file shares: the connection, the catalog, the DDL lock."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_only: bool = False) -> None:
         self.path = path
-        self.con = duckdb.connect(path)
-        self.con.execute(_SETUP)
+        self.con = duckdb.connect(path, read_only=read_only)
+        if not read_only:
+            self.con.execute(_SETUP)
         self.catalog = Catalog()
         # Definitions change one transaction at a time across channels: the catalog is one row,
         # and two channels rewriting it at once would conflict in DuckDB.
@@ -90,9 +104,12 @@ class _SharedDatabase:
 class Slave:
     """A DuckDB database file under replication; `session()` gives another thread its own cursor."""
 
-    def __init__(self, path: str | Path, _shared: _SharedDatabase | None = None) -> None:
+    def __init__(
+        self, path: str | Path, _shared: _SharedDatabase | None = None, read_only: bool = False
+    ) -> None:
+        """read_only: inspect a slave without changing it (the file must exist)."""
         self.path = str(path)
-        self._db = _shared or _SharedDatabase(self.path)
+        self._db = _shared or _SharedDatabase(self.path, read_only)
         self.con = self._db.con if _shared is None else self._db.con.cursor()
         self._owns = _shared is None
         self._catalog_changed = False
@@ -163,7 +180,11 @@ class Slave:
 
     def record(self, progress: ChannelProgress, commits: list[CommitRecord]) -> None:
         """Inside the open transaction: the channel's new position and its transactions' records."""
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        self.record_progress(progress)
+        self.record_commits(commits)
+
+    def record_progress(self, progress: ChannelProgress) -> None:
+        """Inside the open transaction: where the channel stands (for parallel appliers, the LWM)."""
         self.con.execute(
             f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.progress VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -175,28 +196,44 @@ class Slave:
                 progress.executed_gtids,
                 progress.transactions,
                 progress.last_transaction,
-                now,
+                _utc_now(),
             ],
         )
-        if commits:
-            table = pa.table(
-                {
-                    "channel": [c.channel for c in commits],
-                    "seqno": pa.array([c.seqno for c in commits], pa.int64()),
-                    "gtid": [c.gtid for c in commits],
-                    "relay_log_file": [c.relay_log_file for c in commits],
-                    "relay_log_pos": pa.array([c.relay_log_pos for c in commits], pa.int64()),
-                    "source_log_file": [c.source_log_file for c in commits],
-                    "source_log_pos": pa.array([c.source_log_pos for c in commits], pa.int64()),
-                    "worker": pa.array([c.worker for c in commits], pa.int32()),
-                    "committed_at": pa.array([now] * len(commits), pa.timestamp("us")),
-                }
-            )
-            self.con.register("__relaydeck_commits", table)
-            try:
-                self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.commits SELECT * FROM __relaydeck_commits")
-            finally:
-                self.con.unregister("__relaydeck_commits")
+
+    def record_commits(self, commits: list[CommitRecord]) -> None:
+        """Inside the open transaction: one record per transaction it commits (exactly once rests
+        on these: a parallel worker's records are how recovery tells applied from missing)."""
+        if not commits:
+            return
+        now = _utc_now()
+        table = pa.table(
+            {
+                "channel": [c.channel for c in commits],
+                "seqno": pa.array([c.seqno for c in commits], pa.int64()),
+                "gtid": [c.gtid for c in commits],
+                "relay_log_file": [c.relay_log_file for c in commits],
+                "relay_log_pos": pa.array([c.relay_log_pos for c in commits], pa.int64()),
+                "source_log_file": [c.source_log_file for c in commits],
+                "source_log_pos": pa.array([c.source_log_pos for c in commits], pa.int64()),
+                "worker": pa.array([c.worker for c in commits], pa.int32()),
+                "committed_at": pa.array([now] * len(commits), pa.timestamp("us")),
+            }
+        )
+        self.con.register("__relaydeck_commits", table)
+        try:
+            self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.commits SELECT * FROM __relaydeck_commits")
+        finally:
+            unregister(self.con, "__relaydeck_commits")
+
+    def commits_after(self, channel: str, seqno: int) -> list[CommitRecord]:
+        """The channel's commit records after ordinal `seqno` (after the LWM: the committed side of
+        any gaps), in ordinal order."""
+        rows = self.con.execute(
+            f"SELECT channel, seqno, gtid, relay_log_file, relay_log_pos, source_log_file, source_log_pos, "
+            f"worker FROM {INTERNAL_SCHEMA}.commits WHERE lower(channel) = lower(?) AND seqno > ? ORDER BY seqno",
+            [channel, seqno],
+        ).fetchall()
+        return [CommitRecord(*row) for row in rows]
 
     def forget_channel(self, channel: str) -> None:
         """RESET REPLICA: the channel starts over (its data stays, as in MySQL)."""

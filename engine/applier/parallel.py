@@ -1,0 +1,761 @@
+"""The multi-threaded applier of one channel: a coordinator and a pool of workers (WL#5569).
+
+The coordinator (the thread calling run()) reads the relay log, assembles transactions, skips
+those already applied, checks UNTIL, and schedules each transaction onto a worker's queue with
+the ordinal the group assignment queue gives it and a dependency: the ordinal up to which every
+transaction must have committed before this one may start. The dependency comes from the
+scheduler: the source's logical clock, the writeset the coordinator computes from the row images,
+or, for DATABASE, the partition the transaction's databases are held in (the coordinator waits
+instead). Transactions that change definitions run alone: after everything before them, and
+nothing is scheduled until they commit.
+
+Workers take runs of ready transactions from their queue and apply them as one DuckDB transaction
+(set-based, like the single applier), each with its commit record. With
+replica_preserve_commit_order a worker only combines consecutive ordinals and commits once every
+earlier ordinal has committed, so the slave only shows states the source had. Without it, workers
+commit as they finish and the LWM trails behind; what committed after it is recorded, which is
+what recovery (recovery.py) uses after a crash.
+
+Python threads share one interpreter lock: what runs in parallel here is DuckDB's own work
+(it releases the lock), overlapped with the coordinator's reading and decoding.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import duckdb
+
+from ..binlog.events import Incident
+from ..binlog.reader import LoggedEvent
+from ..gtids import ExecutedGtids
+from ..relaylog.index import RelayLogSet
+from ..scheduling.clock import LogicalClock
+from ..scheduling.gaq import GroupAssignmentQueue, WorkerCheckpoint
+from ..scheduling.partition import DatabasePartitions
+from ..scheduling.rowkeys import Decoded, transaction_writeset
+from ..scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
+from ..slave.database import ChannelProgress, CommitRecord, Slave
+from ..transactions import Transaction
+from .executor import TransactionExecutor, is_structural
+from .single import (
+    _APPLY_ERRORS,
+    ER_INCIDENT,
+    ApplyStats,
+    BatchLimits,
+    ChannelError,
+    ProgressCallback,
+    Until,
+    _read_chunks,
+    apply_error_text,
+)
+
+PARALLEL_TYPES = ("database", "logical_clock", "writeset")
+ER_MTA_INCONSISTENT_DATA = 1756
+# MySQL's per-worker queue length (mts_slave_worker_queue_len_max)
+WORKER_QUEUE_LENGTH = 16384
+# Consecutive transactions the coordinator keeps giving one worker: a run a worker may combine
+# into one DuckDB transaction even with commit order preserved.
+RUN_LENGTH = 256
+# A worker with fewer queued transactions than this waits briefly for more before it begins:
+# one DuckDB commit per handful of transactions would cost more than the parallelism gains.
+GATHER_MIN = 64
+GATHER_WAIT_S = 0.02
+CONFLICT_RETRIES = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelOptions:
+    """The MySQL variables of the multi-threaded applier, MySQL 8.0's defaults."""
+
+    workers: int = 4  # replica_parallel_workers
+    parallel_type: str = "writeset"  # replica_parallel_type, extended with WRITESET
+    preserve_commit_order: bool = True  # replica_preserve_commit_order
+    pending_jobs_size_max: int = 128 * 1024 * 1024  # replica_pending_jobs_size_max (bytes)
+    checkpoint_group: int = 512  # replica_checkpoint_group (transactions)
+    checkpoint_period_ms: int = 300  # replica_checkpoint_period
+    history_size: int = DEFAULT_HISTORY_SIZE  # binlog_transaction_dependency_history_size
+    stop_timeout_s: float = 60.0  # STOP waits this long for assigned transactions
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.workers <= 1024:
+            raise ValueError("the multi-threaded applier has 1 to 1024 workers")
+        if self.parallel_type not in PARALLEL_TYPES:
+            raise ValueError(f"replica_parallel_type is one of {', '.join(PARALLEL_TYPES)}")
+        if self.checkpoint_group < 1 or self.checkpoint_period_ms < 1:
+            raise ValueError("checkpoint group and period must be positive")
+
+
+@dataclass(slots=True)
+class Job:
+    ordinal: int
+    txn: Transaction
+    after: int  # every ordinal up to this one must have committed before the job starts
+    alone: bool  # changes definitions: nothing else runs with it
+    decoded: Decoded | None = None
+    partitions: frozenset[str] | None = None  # DATABASE: released when it commits
+    worker: int = -1
+
+
+@dataclass(slots=True)
+class WaitCounters:
+    """How often and how long the coordinator waited, by reason (MySQL's MTA statistics)."""
+
+    queue_full: int = 0  # a worker's queue was at its length limit
+    queue_full_s: float = 0.0
+    total_size: int = 0  # replica_pending_jobs_size_max reached
+    total_size_s: float = 0.0
+    partition: int = 0  # DATABASE: a database held by another worker
+    partition_s: float = 0.0
+    sequential: int = 0  # a transaction that runs alone waited for the others
+    sequential_s: float = 0.0
+    worker_clock: int = 0  # workers waiting for a dependency (the clock conflicts)
+
+    def as_dict(self) -> dict[str, float]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class WorkerStatus:
+    worker: int
+    state: str = "idle"
+    applying: str | None = None
+    last_applied: str | None = None
+    last_applied_at: float | None = None
+    transactions: int = 0
+    batches: int = 0
+    conflict_retries: int = 0
+    queued: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """What a checkpoint writes: the LWM (relay_log_info) and every worker's row (worker_info)."""
+
+    channel: str
+    progress: ChannelProgress
+    workers: tuple[WorkerCheckpoint, ...]
+    worker_positions: tuple[tuple[str, int, str | None, int], ...]  # last committed, per worker
+    group_size: int
+
+
+class _Abort(Exception):
+    """The channel is stopping without finishing (a worker failed, or KILL)."""
+
+
+class _JobFailed(Exception):
+    def __init__(self, job: Job, error: ChannelError) -> None:
+        self.job = job
+        self.error = error
+
+
+@dataclass(slots=True)
+class _Worker:
+    status: WorkerStatus
+    queue: deque[Job] = field(default_factory=deque)
+    queued_bytes: int = 0
+    last_position: tuple[str, int, str | None, int] = ("", 0, None, 0)
+    thread: threading.Thread | None = None
+
+
+class ParallelApplier:
+    """Coordinator + workers for one channel; run() returns when the relay log is applied."""
+
+    def __init__(
+        self,
+        slave: Slave,
+        channel: str,
+        logs: RelayLogSet,
+        options: ParallelOptions,
+        limits: BatchLimits | None = None,
+        until: Until | None = None,
+        on_progress: ProgressCallback | None = None,
+        stop: threading.Event | None = None,
+        kill: threading.Event | None = None,
+        on_checkpoint: Callable[[Checkpoint], None] | None = None,
+    ) -> None:
+        self.slave = slave
+        self.channel = channel
+        self.logs = logs
+        self.options = options
+        self.limits = limits or BatchLimits()
+        self.until = until
+        self.on_progress = on_progress
+        self.stop = stop or threading.Event()
+        self.kill = kill or threading.Event()
+        self.on_checkpoint = on_checkpoint
+        self.stats = ApplyStats()
+        self.waits = WaitCounters()
+        self.progress = slave.progress(channel) or ChannelProgress(channel)
+        self._lock = threading.Condition()
+        self._gaq: GroupAssignmentQueue[Job] = GroupAssignmentQueue(self.progress.transactions)
+        self._lwm_executed = ExecutedGtids.parse(self.progress.executed_gtids)
+        self._lwm_job: Job | None = None
+        self._scheduled = ExecutedGtids.parse(self.progress.executed_gtids)
+        self._workers = [_Worker(WorkerStatus(i + 1)) for i in range(options.workers)]
+        self._pending_bytes = 0
+        self._reading_done = False
+        self._coordinator_waiting = False
+        self._failure: tuple[int, Job, ChannelError] | None = None
+        self._aborting = False  # KILL, or STOP past its timeout: workers drop what they hold
+        self._clock = LogicalClock()
+        self._history = WritesetHistory(options.history_size, window_start=self.progress.transactions)
+        self._partitions = DatabasePartitions(options.workers)
+        self._last_on_database: dict[str, int] = {}
+        self._run_worker = 0
+        self._run_left = 0
+        self._checkpointed_lwm = self.progress.transactions
+        self._last_checkpoint = time.monotonic()
+        self._executors: list[TransactionExecutor] = []
+
+    # -- coordinator ---------------------------------------------------------------------------
+
+    def run(self) -> ApplyStats:
+        sessions = [self.slave.session() for _ in self._workers]
+        self._executors = [TransactionExecutor(s) for s in sessions]
+        for worker, session, executor in zip(self._workers, sessions, self._executors, strict=True):
+            worker.thread = threading.Thread(
+                target=self._work,
+                args=(worker, session, executor),
+                name=f"channel-{self.channel}-worker-{worker.status.worker}",
+                daemon=True,
+            )
+            worker.thread.start()
+        incident: ChannelError | None = None
+        try:
+            incident = self._coordinate()
+        except _Abort:
+            pass
+        finally:
+            self._finish()
+            for session in sessions:
+                session.close()
+        if self._failure is not None:
+            raise self._failure[2]
+        if incident is not None:
+            raise incident
+        return self.stats
+
+    def _coordinate(self) -> ChannelError | None:
+        reader = _read_chunks(self.logs, self.progress.relay_log_file, self.progress.relay_log_pos)
+        try:
+            for chunk in reader:
+                for item in chunk:
+                    if isinstance(item, Transaction):
+                        if item.gtid and self._scheduled.contains(item.gtid):
+                            self.stats.skipped += 1
+                            self._clock.skipped(item, self._gaq.next_ordinal - 1)
+                            continue
+                        self._schedule(item)
+                        if self.until is not None and self.until.reached_after(item, self._scheduled):
+                            self.stats.stopped_by = "UNTIL condition"
+                            return None
+                    elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
+                        self._drain()
+                        return ChannelError(
+                            self.channel,
+                            ER_INCIDENT,
+                            f"The incident {item.event.info()} occurred on the source",
+                            None,
+                            f"{item.log_name}:{item.pos}",
+                        )
+                    if self.on_progress is not None:
+                        self.on_progress(self.stats, item)
+                    self._maybe_checkpoint()
+                if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
+                    if self.stop.is_set():
+                        self.stats.stopped_by = "STOP"
+                    break
+        finally:
+            reader.close()
+        return None
+
+    def _schedule(self, txn: Transaction) -> None:
+        alone = is_structural(txn)
+        decoded: Decoded | None = None
+        kind = self.options.parallel_type
+        with self._lock:
+            ordinal = self._gaq.next_ordinal
+        if kind == "writeset":
+            hashes = None
+            if not alone:
+                hashes, decoded = transaction_writeset(txn, self.slave.catalog)
+            after = self._history.dependency(ordinal, hashes, commit_parent=ordinal - 1)
+        elif kind == "logical_clock":
+            after = self._clock.dependency(txn, ordinal)
+        else:
+            after = ordinal - 1
+        if alone:
+            after = ordinal - 1
+        job = Job(ordinal, txn, after, alone, decoded)
+        if kind == "database" and not alone:
+            worker = self._claim_partitions(job)
+        elif alone:
+            self._wait(lambda: self._gaq.uncommitted() == 0, "sequential")
+            worker = 0
+        else:
+            worker = self._choose_worker(job)
+        self._enqueue(job, worker)
+        if txn.gtid:
+            self._scheduled.add(txn.gtid)
+        if job.alone:
+            # Nothing runs beside it, and what comes next is scheduled against the catalog and
+            # the partitions as they are after it.
+            self._wait(lambda: self._gaq.is_committed(ordinal), "sequential")
+
+    def _claim_partitions(self, job: Job) -> int:
+        databases = job.txn.databases
+        while True:
+            with self._lock:
+                claim = self._partitions.claim(databases, [w.queued_bytes for w in self._workers])
+            if claim.kind == "assign":
+                job.partitions = databases
+                # The partition's worker orders it after the earlier transactions on its
+                # databases. With commit order preserved a batch may take consecutive
+                # transactions from other queues too (_queue_holding), so the order is also
+                # stated: after the last earlier transaction on any of its databases.
+                job.after = 0
+                if self.options.preserve_commit_order:
+                    job.after = max(self._last_on_database.get(db, 0) for db in databases)  # type: ignore[union-attr]
+                for db in databases:  # type: ignore[union-attr]
+                    self._last_on_database[db] = job.ordinal
+                return claim.worker
+            if claim.kind == "alone":
+                # More databases than a partition set holds, or none logged: sequential mode.
+                job.after = job.ordinal - 1
+                job.alone = True
+                self._wait(lambda: self._gaq.uncommitted() == 0, "sequential")
+                return 0
+            holder = claim.blocking
+            self._wait(
+                lambda holder=holder: self._partitions.holder(holder)[1] == 0,  # type: ignore[index]
+                "partition",
+            )
+
+    def _choose_worker(self, job: Job) -> int:
+        with self._lock:
+            if self._run_left > 0 and len(self._workers[self._run_worker].queue) < WORKER_QUEUE_LENGTH:
+                self._run_left -= 1
+                return self._run_worker
+            loads = [len(w.queue) for w in self._workers]
+            start = (self._run_worker + 1) % len(self._workers)
+            order = [(start + i) % len(self._workers) for i in range(len(self._workers))]
+            self._run_worker = min(order, key=lambda w: loads[w])
+            self._run_left = RUN_LENGTH - 1
+            return self._run_worker
+
+    def _enqueue(self, job: Job, worker_index: int) -> None:
+        size = job.txn.size
+        limit = self.options.pending_jobs_size_max
+        worker = self._workers[worker_index]
+        if size > limit:
+            # Larger than the bound: waits for every queue to empty and runs alone.
+            self._wait(lambda: self._pending_bytes == 0, "total_size")
+        else:
+            self._wait(lambda: self._pending_bytes + size <= limit, "total_size")
+        self._wait(lambda: len(worker.queue) < WORKER_QUEUE_LENGTH, "queue_full")
+        with self._lock:
+            job.worker = worker_index
+            self._gaq.enqueue(worker_index, job)
+            worker.queue.append(job)
+            worker.queued_bytes += size
+            worker.status.queued = len(worker.queue)
+            self._pending_bytes += size
+            self._lock.notify_all()
+
+    def _wait(self, ready: Callable[[], bool], reason: str) -> None:
+        """Wait (counted under `reason`) until ready(), checkpointing meanwhile; _Abort on failure."""
+        started = None
+        while True:
+            with self._lock:
+                if self._failure is not None or self._aborting:
+                    raise _Abort
+                if ready():
+                    break
+                if started is None:
+                    started = time.monotonic()
+                    self._coordinator_waiting = True
+                    self._lock.notify_all()  # workers gathering a batch: nothing more is coming now
+                self._lock.wait(min(0.05, self.options.checkpoint_period_ms / 1000))
+            if self.kill.is_set():
+                self._aborting = True
+            self._maybe_checkpoint()
+        if started is not None:
+            self._coordinator_waiting = False
+            setattr(self.waits, reason, getattr(self.waits, reason) + 1)
+            setattr(
+                self.waits, reason + "_s", getattr(self.waits, reason + "_s") + time.monotonic() - started
+            )
+
+    def _drain(self) -> None:
+        self._wait(lambda: self._gaq.uncommitted() == 0, "sequential")
+
+    def _finish(self) -> None:
+        """Let the workers finish what was assigned (bounded on STOP, not at all on KILL)."""
+        deadline = time.monotonic() + self.options.stop_timeout_s
+        with self._lock:
+            self._reading_done = True
+            if self.kill.is_set():
+                self._aborting = True
+            self._lock.notify_all()
+        while True:
+            with self._lock:
+                if self._aborting or self._failure is not None or self._gaq.uncommitted() == 0:
+                    break
+                if self.stop.is_set() and time.monotonic() > deadline:
+                    self._aborting = True
+                    break
+                self._lock.wait(0.05)
+                if self.kill.is_set():
+                    self._aborting = True
+            self._maybe_checkpoint()
+        with self._lock:
+            self._lock.notify_all()
+        for worker in self._workers:
+            if worker.thread is not None:
+                worker.thread.join()
+        self._checkpoint()
+        self.stats.row_changes = sum(e.rows.rows_applied for e in self._executors)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def _maybe_checkpoint(self) -> None:
+        lwm = self._gaq.lwm
+        if lwm - self._checkpointed_lwm >= self.options.checkpoint_group or (
+            time.monotonic() - self._last_checkpoint >= self.options.checkpoint_period_ms / 1000
+        ):
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Write the LWM to the slave (and, through on_checkpoint, relay_log_info/worker_info)."""
+        with self._lock:
+            lwm = self._gaq.lwm
+            job = self._lwm_job
+            executed = str(self._lwm_executed)
+            workers = tuple(self._gaq.checkpoint(w.status.worker - 1) for w in self._workers)
+            positions = tuple(w.last_position for w in self._workers)
+        self._last_checkpoint = time.monotonic()
+        progress = self.progress
+        if job is not None and lwm != self._checkpointed_lwm:
+            txn = job.txn
+            progress = replace(
+                self.progress,
+                relay_log_file=txn.end.log_name,
+                relay_log_pos=txn.end.pos,
+                source_log_file=txn.source_log_file,
+                source_log_pos=txn.source_end_pos,
+                executed_gtids=executed,
+                transactions=lwm,
+                last_transaction=txn.gtid or f"{txn.source_log_file}:{txn.source_end_pos}",
+            )
+            self.slave.begin()
+            try:
+                self.slave.record_progress(progress)
+                self.slave.commit()
+            except duckdb.Error:
+                self.slave.rollback()
+                raise
+            self.progress = progress
+            self._checkpointed_lwm = lwm
+        if self.on_checkpoint is not None:
+            workers = tuple(WorkerCheckpoint(w.worker + 1, w.seqno, w.bitmap) for w in workers)
+            self.on_checkpoint(
+                Checkpoint(self.channel, progress, workers, positions, self.options.checkpoint_group)
+            )
+
+    # -- workers -------------------------------------------------------------------------------
+
+    def _work(self, worker: _Worker, session: Slave, executor: TransactionExecutor) -> None:
+        status = worker.status
+        while True:
+            batch = self._take_batch(worker)
+            if batch is None:
+                break
+            try:
+                self._execute(worker, session, executor, batch)
+            except _Abort:
+                self._release(batch)
+                break
+            except _JobFailed as exc:
+                failed = exc.job
+                with self._lock:
+                    if self._failure is None or failed.ordinal < self._failure[1].ordinal:
+                        self._failure = (
+                            status.worker,
+                            failed,
+                            self._worker_error(status.worker, failed, exc.error),
+                        )
+                    status.state = "error"
+                    status.error = exc.error.one_line()
+                    self._release_locked([j for j in batch if not self._gaq.is_committed(j.ordinal)])
+                    self._lock.notify_all()
+                break
+        if status.state != "error":
+            status.state = "stopped"
+        status.applying = None
+
+    def _take_batch(self, worker: _Worker) -> list[Job] | None:
+        """The next jobs to apply together: ready ones from the head of the queue."""
+        options = self.options
+        status = worker.status
+        gather_until: float | None = None
+        clock_waited = False
+        with self._lock:
+            while True:
+                if self._aborting:
+                    return None
+                queue = worker.queue
+                if self._failure is not None:
+                    # Finish what comes before the failed transaction; drop what comes after.
+                    failed = self._failure[1].ordinal
+                    dropped = [j for j in queue if j.ordinal > failed]
+                    if dropped:
+                        for job in dropped:
+                            queue.remove(job)
+                        self._release_locked(dropped)
+                    if not queue:
+                        return None
+                if not queue:
+                    if self._reading_done:
+                        return None
+                    status.state = "waiting for an event from the coordinator"
+                    self._lock.wait()
+                    continue
+                head = queue[0]
+                if not self._gaq.all_committed_through(head.after):
+                    status.state = "waiting for dependent transaction to commit"
+                    if not clock_waited:
+                        self.waits.worker_clock += 1
+                        clock_waited = True
+                    self._lock.wait()
+                    continue
+                if (
+                    options.preserve_commit_order
+                    and not head.alone
+                    and head.ordinal != self._gaq.lwm + 1
+                    and self._contiguous(queue) < GATHER_MIN
+                ):
+                    # Not next to commit, and too short a run to be worth a DuckDB commit of its
+                    # own: the worker whose turn comes first takes these along (_queue_holding),
+                    # or the run grows, or this worker's turn comes.
+                    status.state = "waiting for preceding transaction to commit"
+                    self._lock.wait()
+                    continue
+                if (
+                    len(queue) < GATHER_MIN
+                    and not self._reading_done
+                    and not head.alone
+                    and self._may_grow(queue)
+                ):
+                    now = time.monotonic()
+                    if gather_until is None:
+                        gather_until = now + GATHER_WAIT_S
+                    if now < gather_until:
+                        self._lock.wait(gather_until - now)
+                        continue
+                break
+            batch = [queue.popleft()]
+            members = {head.ordinal}
+            rows = head.txn.row_events
+            if not head.alone:
+                while len(batch) < self.limits.transactions and rows < self.limits.row_changes:
+                    source = queue
+                    if options.preserve_commit_order:
+                        source = self._queue_holding(batch[-1].ordinal + 1, worker)
+                    if not source:
+                        break
+                    job = source[0]
+                    if job.alone or not self._gaq.all_committed_through(job.after, members):
+                        break
+                    if options.preserve_commit_order and job.ordinal != batch[-1].ordinal + 1:
+                        break
+                    source.popleft()
+                    if source is not queue:
+                        self._transfer(job, worker)
+                    batch.append(job)
+                    members.add(job.ordinal)
+                    rows += job.txn.row_events
+            status.state = "applying"
+            status.applying = batch[0].txn.gtid or str(batch[0].txn.end)
+            status.queued = len(queue)
+            return batch
+
+    def _queue_holding(self, ordinal: int, worker: _Worker) -> deque[Job] | None:
+        """With commit order preserved, a batch may only hold consecutive ordinals. The next one
+        may sit at the head of another worker's queue: taking it along (it is applied after its
+        predecessor in the same DuckDB transaction, as the single applier would) keeps batches
+        large when the scheduler spreads consecutive transactions over workers (DATABASE)."""
+        if worker.queue and worker.queue[0].ordinal == ordinal:
+            return worker.queue
+        try:
+            holder = self._workers[self._gaq.entry(ordinal).worker]
+        except KeyError:
+            return None
+        if holder.queue and holder.queue[0].ordinal == ordinal:
+            return holder.queue
+        return None
+
+    def _transfer(self, job: Job, to: _Worker) -> None:
+        origin = self._workers[job.worker]
+        origin.queued_bytes -= job.txn.size
+        origin.status.queued = len(origin.queue)
+        job.worker = to.status.worker - 1
+        to.queued_bytes += job.txn.size
+        self._gaq.entry(job.ordinal).worker = job.worker
+
+    @staticmethod
+    def _contiguous(queue: deque[Job]) -> int:
+        """How many consecutive ordinals the queue starts with."""
+        first = queue[0].ordinal
+        count = 0
+        for job in queue:
+            if job.ordinal != first + count or count >= GATHER_MIN:
+                break
+            count += 1
+        return count
+
+    def _may_grow(self, queue: deque[Job]) -> bool:
+        """Whether waiting could make the batch at the head of the queue larger: the coordinator's
+        newest transaction went to this queue (more may follow) and, with commit order preserved,
+        the queue holds consecutive ordinals."""
+        if self._coordinator_waiting or queue[-1].ordinal != self._gaq.next_ordinal - 1:
+            return False
+        return (
+            not self.options.preserve_commit_order or queue[-1].ordinal - queue[0].ordinal == len(queue) - 1
+        )
+
+    def _execute(
+        self, worker: _Worker, session: Slave, executor: TransactionExecutor, batch: list[Job]
+    ) -> None:
+        attempts = 0
+        while True:
+            try:
+                self._apply_and_commit(worker, session, executor, batch)
+                return
+            except _Abort:
+                self._rollback(session, executor)
+                raise
+            except _APPLY_ERRORS as exc:
+                self._rollback(session, executor)
+                if _is_conflict(exc) and attempts < CONFLICT_RETRIES:
+                    # Two writers met on a row; the schedulers should prevent it: retry, not fail.
+                    attempts += 1
+                    worker.status.conflict_retries += 1
+                    time.sleep(0.005 * attempts)
+                    continue
+                if len(batch) == 1:
+                    job = batch[0]
+                    errno, message = apply_error_text(exc)
+                    error = ChannelError(self.channel, errno, message, job.txn.describe(), str(job.txn.start))
+                    raise _JobFailed(job, error) from None
+                for job in batch:
+                    self._execute(worker, session, executor, [job])
+                return
+
+    def _apply_and_commit(
+        self, worker: _Worker, session: Slave, executor: TransactionExecutor, batch: list[Job]
+    ) -> None:
+        session.begin(changes_definitions=batch[0].alone)
+        for job in batch:
+            executor.apply(job.txn, job.decoded)
+        executor.flush()
+        wid = worker.status.worker
+        session.record_commits(
+            [
+                CommitRecord(
+                    self.channel,
+                    job.ordinal,
+                    job.txn.gtid,
+                    job.txn.end.log_name,
+                    job.txn.end.pos,
+                    job.txn.source_log_file,
+                    job.txn.source_end_pos,
+                    wid,
+                )
+                for job in batch
+            ]
+        )
+        first = batch[0].ordinal
+        with self._lock:
+            if self.options.preserve_commit_order:
+                worker.status.state = "waiting for preceding transaction to commit"
+                while self._gaq.lwm < first - 1:
+                    if self._aborting or (self._failure is not None and self._failure[1].ordinal < first):
+                        raise _Abort
+                    self._lock.wait()
+            if self._aborting:
+                raise _Abort
+        session.commit()
+        last = batch[-1].txn
+        with self._lock:
+            passed = self._gaq.commit(job.ordinal for job in batch)
+            for entry in passed:
+                if entry.item.txn.gtid:
+                    self._lwm_executed.add(entry.item.txn.gtid)
+            if passed:
+                self._lwm_job = passed[-1].item
+            self._release_locked(batch)
+            status = worker.status
+            status.transactions += len(batch)
+            status.batches += 1
+            status.last_applied = last.gtid or str(last.end)
+            status.last_applied_at = time.time()
+            status.applying = None
+            worker.last_position = (
+                last.end.log_name,
+                last.end.pos,
+                last.source_log_file,
+                last.source_end_pos,
+            )
+            self.stats.transactions += len(batch)
+            self.stats.commits += 1
+            self.stats.bytes += sum(job.txn.size for job in batch)
+            self._lock.notify_all()
+
+    def _release(self, batch: list[Job]) -> None:
+        with self._lock:
+            self._release_locked(batch)
+            self._lock.notify_all()
+
+    def _release_locked(self, batch: list[Job]) -> None:
+        for job in batch:
+            worker = self._workers[job.worker]
+            worker.queued_bytes -= job.txn.size
+            self._pending_bytes -= job.txn.size
+            if job.partitions is not None:
+                self._partitions.release(job.partitions)
+
+    @staticmethod
+    def _rollback(session: Slave, executor: TransactionExecutor) -> None:
+        session.rollback()
+        executor.discard()
+
+    def _worker_error(self, worker: int, job: Job, exc: ChannelError) -> ChannelError:
+        return ChannelError(
+            self.channel,
+            exc.errno,
+            f"worker {worker} failed: {exc.message}. The channel's coordinator and workers stopped; "
+            "transactions after the low-water mark may have gaps until the next start, which "
+            "applies exactly the missing ones",
+            job.txn.describe(),
+            str(job.txn.start),
+        )
+
+    # -- status --------------------------------------------------------------------------------
+
+    def worker_status(self) -> list[WorkerStatus]:
+        with self._lock:
+            return [replace(w.status) for w in self._workers]
+
+    @property
+    def lwm(self) -> int:
+        return self._gaq.lwm
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return isinstance(exc, duckdb.TransactionException) and "onflict" in str(exc)

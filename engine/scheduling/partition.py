@@ -1,0 +1,78 @@
+"""DATABASE scheduling (WL#5569 / WL#5754): the assigned-partition hash (APH).
+
+Each database a scheduled transaction touches is a partition, held by one worker with a usage
+count (its transactions on it not yet committed). A transaction goes to the worker that holds its
+busy partitions; free ones move to that worker. When its partitions are busy on two different
+workers it must wait (the seeds' CGAP wait) until all but one are released. A database seen for
+the first time, or a free one, goes with the least-loaded worker. More than
+MAX_DBS_IN_QUERY_MTS databases, or none logged (OVER_MAX_DBS), runs alone: sequential mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MAX_DBS_IN_QUERY_MTS = 16
+
+
+@dataclass(slots=True)
+class _Partition:
+    worker: int
+    usage: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What the coordinator does with a transaction: run it on `worker`, wait, or run it alone."""
+
+    kind: str  # "assign" | "wait" | "alone"
+    worker: int = -1
+    blocking: str | None = None  # the database held by another worker (kind == "wait")
+
+
+class DatabasePartitions:
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError("database scheduling needs at least one worker")
+        self.workers = workers
+        self._held: dict[str, _Partition] = {}
+
+    def claim(self, databases: frozenset[str] | None, loads: Sequence[int]) -> Claim:
+        """Try to assign; on "assign" the partitions are taken (usage counted) for `worker`."""
+        if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
+            return Claim("alone")
+        keys = sorted(databases)
+        owner = -1
+        for key in keys:
+            part = self._held.get(key)
+            if part is not None and part.usage > 0:
+                if owner < 0:
+                    owner = part.worker
+                elif part.worker != owner:
+                    return Claim("wait", part.worker, key)
+        if owner < 0:
+            owner = min(range(self.workers), key=lambda w: (loads[w], w))
+        for key in keys:
+            part = self._held.get(key)
+            if part is None or part.usage == 0:
+                self._held[key] = part = _Partition(owner)
+            part.usage += 1
+        return Claim("assign", owner)
+
+    def release(self, databases: frozenset[str] | None) -> None:
+        """One transaction on these databases committed (or was abandoned)."""
+        if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
+            return
+        for db in databases:
+            part = self._held.get(db)
+            if part is not None and part.usage > 0:
+                part.usage -= 1
+
+    def holder(self, database: str) -> tuple[int, int] | None:
+        """(worker, usage) of a database's partition, for status and tests."""
+        part = self._held.get(database)
+        return (part.worker, part.usage) if part else None
+
+    def busy(self) -> int:
+        return sum(1 for p in self._held.values() if p.usage > 0)

@@ -1,0 +1,181 @@
+"""Crash safety of the multi-threaded applier: SIGKILL with commit order off leaves gaps after the
+low-water mark; the next start fills exactly those and the end state is exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.applier.parallel import ParallelOptions
+from engine.applier.recovery import inspect_recovery
+from engine.generate import generate
+from engine.gtids import ExecutedGtids
+from engine.replay import ChannelSpec, Replay
+from engine.slave.database import Slave
+
+from .conftest import replay_argv
+from .test_parallel_oracle import commit_record_counts
+from .test_replay_oracle import assert_tables_equal
+
+KILLS = 50
+
+
+def _expected(relay):  # type: ignore[no-untyped-def]
+    return {(p.parent.name, p.stem): p for p in sorted((relay / "expected").glob("*/*.csv"))}
+
+
+def test_sigkill_during_parallel_replay_with_commit_order_off_recovers_the_gaps(tmp_path):
+    # independent rows, so workers commit out of order; long enough for every kill to land mid-run
+    summary = generate("oltp", 21, tmp_path / "relay", size_mb=44)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    command = replay_argv(
+        slave,
+        repo,
+        f"={summary.index_file}",
+        "--workers",
+        "4",
+        "--parallel-type",
+        "logical_clock",
+        "--preserve-commit-order",
+        "off",
+        "--group-size",
+        "200",
+        "--checkpoint-period",
+        "50",
+    )
+    rng = random.Random(20261122)
+    kills = 0
+    restarts_with_gaps = 0
+    gaps_seen = 0
+    while kills < KILLS:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.9, 2.4))
+        if proc.poll() is not None:
+            break  # finished before this kill: the relay log was too short for KILLS kills
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        kills += 1
+        if not slave.exists():
+            continue
+        records, ordinals, positions = commit_record_counts(slave)
+        assert records == ordinals == positions, "a transaction was committed twice"
+        (picture,) = inspect_recovery(slave, repo, "")
+        assert picture.problem is None, picture.problem
+        if picture.gaps:
+            restarts_with_gaps += 1
+            gaps_seen += len(picture.gaps)
+            # the gaps are exactly the ordinals after the LWM that have no commit record
+            committed = {g.ordinal for g in picture.groups if not g.is_gap}
+            assert len(committed) == picture.committed_after_lwm
+            assert [g.ordinal for g in picture.groups] == list(
+                range(picture.lwm + 1, picture.groups[-1].ordinal + 1)
+            )
+    assert kills >= KILLS, f"the replay finished after {kills} kills"
+    assert restarts_with_gaps > 0, "no kill left a gap: recovery was never exercised"
+    final = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert final.returncode == 0, final.stderr
+    n = summary.transactions
+    assert commit_record_counts(slave) == (n, n, n)  # every transaction exactly once
+    (picture,) = inspect_recovery(slave, repo, "")
+    assert picture.lwm == n and not picture.gaps
+    assert_tables_equal(slave, _expected(tmp_path / "relay"))
+    print(f"{kills} kills, {restarts_with_gaps} left gaps ({gaps_seen} gap transactions)")
+
+
+def _kill_worker_mid_run(tmp_path, order: str):  # type: ignore[no-untyped-def]
+    """Run in-process, KILL the channel once some batches committed: workers drop what they hold."""
+    summary = generate("oltp", 31, tmp_path / "relay", size_mb=3)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    spec = [ChannelSpec("", summary.index_file)]
+    from engine.applier.single import BatchLimits
+
+    options = ParallelOptions(workers=4, parallel_type="writeset", preserve_commit_order=order == "on")
+    replay = Replay(slave, repo, spec, parallel=options, limits=BatchLimits(transactions=10))
+
+    def kill_when_busy(live):  # type: ignore[no-untyped-def]
+        applier = replay.appliers.get("")
+        if applier is not None and applier.stats.commits >= 5:
+            replay.kill.set()
+
+    replay.on_tick = kill_when_busy
+    replay.run()
+    return summary, slave, repo, spec, options
+
+
+@pytest.mark.parametrize("order", ["on", "off"])
+def test_kill_then_restart_applies_exactly_the_missing_transactions(tmp_path, order):
+    summary, slave, repo, spec, options = _kill_worker_mid_run(tmp_path, order)
+    records, _, _ = commit_record_counts(slave)
+    assert 0 < records < summary.transactions, "KILL did not stop the replay midway"
+    (picture,) = inspect_recovery(slave, repo, "")
+    if order == "on":
+        # commit order preserved: whatever committed is a prefix, never a gap
+        assert picture.gaps == [] and picture.committed_after_lwm == 0
+    outcome = Replay(slave, repo, spec, parallel=options).run()[0]
+    assert outcome.error is None
+    assert outcome.gaps_filled == len(picture.gaps)
+    n = summary.transactions
+    assert commit_record_counts(slave) == (n, n, n)
+    assert_tables_equal(slave, _expected(tmp_path / "relay"))
+
+
+def test_recovery_command_prints_the_picture_without_changing_anything(tmp_path):
+    summary = generate("oltp", 32, tmp_path / "relay", size_mb=1)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    spec = [ChannelSpec("", summary.index_file)]
+    Replay(slave, repo, spec, parallel=ParallelOptions(workers=2, preserve_commit_order=False)).run()
+    # Forge a crash picture: move the LWM back 5 transactions and remove two commit records after
+    # it, as if the workers holding them died before committing.
+    s = Slave(slave)
+    progress = s.progress("")
+    records = s.commits_after("", progress.transactions - 6)
+    lwm_record = records[0]
+    executed = ExecutedGtids.parse("")
+    for (gtid,) in s.con.execute(
+        "SELECT gtid FROM __relaydeck.commits WHERE seqno <= ?", [lwm_record.seqno]
+    ).fetchall():
+        executed.add(gtid)
+    s.con.execute(
+        "UPDATE __relaydeck.progress SET transactions = ?, relay_log_file = ?, relay_log_pos = ?, executed_gtids = ?",
+        [lwm_record.seqno, lwm_record.relay_log_file, lwm_record.relay_log_pos, str(executed)],
+    )
+    missing = [records[2].seqno, records[4].seqno]
+    s.con.execute("DELETE FROM __relaydeck.commits WHERE seqno IN (?, ?)", missing)
+    s.close()
+    before = slave.read_bytes()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "recovery",
+            "--slave",
+            str(slave),
+            "--repository",
+            str(repo),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert slave.read_bytes() == before
+    (picture,) = [p for p in json.loads(out.stdout) if p["channel"] == ""]
+    assert picture["lwm"] == lwm_record.seqno
+    assert picture["gaps"] == missing
+    assert picture["committed_after_lwm"] == 3
+    assert len(picture["workers"]) == 2
+    assert any("apply gap" in step for step in picture["plan"])
+    text = subprocess.run(
+        [sys.executable, "-m", "console.cli", "recovery", "--slave", str(slave), "--repository", str(repo)],
+        capture_output=True,
+        text=True,
+    )
+    assert text.returncode == 0 and text.stdout.count(": GAP") == 2
