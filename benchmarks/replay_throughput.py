@@ -1,4 +1,4 @@
-"""Replay throughput of the single applier, side by side with MariaDB's own replica.
+"""Replay throughput of the single and multi-threaded appliers, side by side with MariaDB's own replica.
 
     python benchmarks/replay_throughput.py [--size MB] [--peer] [--repeats N]
 
@@ -29,16 +29,19 @@ sys.path.insert(0, str(ROOT))
 
 from decode_throughput import ensure_relay_log  # noqa: E402
 
+from engine.applier.parallel import ParallelOptions  # noqa: E402
 from engine.replay import ChannelSpec, Replay, relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402
 
 
-def replay_once(channels: list[ChannelSpec], expected: Path | None) -> dict[str, object]:
+def replay_once(
+    channels: list[ChannelSpec], expected: Path | None, parallel: ParallelOptions | None = None
+) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="relaydeck-bench-"))
     try:
         start = time.perf_counter()
-        outcomes = Replay(work / "slave.duckdb", work / "repo.sqlite", channels).run()
+        outcomes = Replay(work / "slave.duckdb", work / "repo.sqlite", channels, parallel=parallel).run()
         seconds = time.perf_counter() - start
         errors = [o.error.one_line() for o in outcomes if o.error]
         transactions = sum(o.stats.transactions for o in outcomes if o.stats)
@@ -55,9 +58,15 @@ def replay_once(channels: list[ChannelSpec], expected: Path | None) -> dict[str,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(name: str, channels: list[ChannelSpec], expected: Path | None, repeats: int) -> dict[str, object]:
+def measure(
+    name: str,
+    channels: list[ChannelSpec],
+    expected: Path | None,
+    repeats: int,
+    parallel: ParallelOptions | None = None,
+) -> dict[str, object]:
     size = sum(relay_bytes(c) for c in channels)
-    runs = [replay_once(channels, expected) for _ in range(repeats)]
+    runs = [replay_once(channels, expected, parallel) for _ in range(repeats)]
     seconds = statistics.median(r["seconds"] for r in runs)  # type: ignore[misc]
     transactions = runs[0]["transactions"]
     result = {
@@ -104,6 +113,11 @@ def peer_apply(lab: Path, configs: str) -> dict[str, object]:
     return out
 
 
+def _workers_and_type(text: str) -> tuple[int, str]:
+    workers, _, kind = text.partition(":")
+    return int(workers), kind
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -114,6 +128,15 @@ def main() -> int:
         "--peer", action="store_true", help="also compare with MariaDB on the full-size capture"
     )
     parser.add_argument("--peer-lab", default=os.environ.get("PEER_LAB", "/tmp/peer-lab"))
+    parser.add_argument(
+        "--peer-parallel",
+        nargs="*",
+        type=_workers_and_type,
+        default=[(2, "logical_clock"), (4, "logical_clock"), (4, "writeset"), (4, "database")],
+        metavar="N:TYPE",
+        help="multi-threaded configurations measured on the full capture (default 2:logical_clock "
+        "4:logical_clock 4:writeset 4:database)",
+    )
     args = parser.parse_args()
 
     fixture = ROOT / "fixtures" / "mariadb-10.11-multisource"
@@ -138,21 +161,28 @@ def main() -> int:
         lab = Path(args.peer_lab)
         capture = peer_capture(lab)
         mariadb = peer_apply(lab, "0:none 4:optimistic 4:conservative")
-        ours = measure(
-            "MariaDB 10.11 capture (full size, PROFILE=big)",
-            [
-                ChannelSpec("m1", capture / "relay-bin-m1.index"),
-                ChannelSpec("m2", capture / "relay-bin-m2.index"),
-            ],
-            lab / "expected",
-            1,
-        )
+        channels = [
+            ChannelSpec("m1", capture / "relay-bin-m1.index"),
+            ChannelSpec("m2", capture / "relay-bin-m2.index"),
+        ]
+        name = "MariaDB 10.11 capture (full size, PROFILE=big)"
+        ours = measure(name, channels, lab / "expected", 1)
+        parallel = {}
+        for workers, kind in args.peer_parallel:
+            options = ParallelOptions(workers=workers, parallel_type=kind)
+            parallel[f"{workers}:{kind}"] = measure(
+                f"{name}, {workers} workers, {kind}", channels, lab / "expected", 1, options
+            )
         best = max(mariadb.values(), key=lambda r: r["trx_per_s"])  # type: ignore[index]
+        best_ours = max([ours, *parallel.values()], key=lambda r: r["trx_per_s"])  # type: ignore[index,return-value]
         results["peer"] = {
             "mariadb": mariadb,
             "relaydeck_single_applier": ours,
+            "relaydeck_parallel": parallel,
             "ratio_to_mariadb_single_threaded": round(ours["trx_per_s"] / mariadb["0:none"]["trx_per_s"], 2),  # type: ignore[index,operator]
             "ratio_to_mariadb_best": round(ours["trx_per_s"] / best["trx_per_s"], 2),  # type: ignore[index,operator]
+            "best_relaydeck_over_best_mariadb": round(best_ours["trx_per_s"] / best["trx_per_s"], 2),  # type: ignore[index,operator]
+            "best_relaydeck": best_ours["name"],
         }
         print(json.dumps(results["peer"], indent=2))
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -60,11 +60,11 @@ ER_MTA_INCONSISTENT_DATA = 1756
 WORKER_QUEUE_LENGTH = 16384
 # Consecutive transactions the coordinator keeps giving one worker: a run a worker may combine
 # into one DuckDB transaction even with commit order preserved.
-RUN_LENGTH = 256
+RUN_LENGTH = 2000
 # A worker with fewer queued transactions than this waits briefly for more before it begins:
 # one DuckDB commit per handful of transactions would cost more than the parallelism gains.
-GATHER_MIN = 64
-GATHER_WAIT_S = 0.02
+GATHER_MIN = 1000
+GATHER_WAIT_S = 0.2
 CONFLICT_RETRIES = 10
 
 

@@ -1,0 +1,127 @@
+"""A worker's error stops its channel (coordinator and workers) and names the worker, the
+transaction and the position; other channels keep running. STOP drains what was assigned."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from engine.applier.parallel import ParallelOptions
+from engine.applier.recovery import inspect_recovery
+from engine.applier.single import BatchLimits
+from engine.generate import generate
+from engine.replay import ChannelSpec, Replay
+from engine.repository import Repository
+
+from .conftest import replay_argv
+from .test_parallel_oracle import commit_record_counts
+from .test_replay_errors import write_relay_log
+from .test_replay_oracle import assert_tables_equal
+
+FAILING = 13  # the duplicate key is the 13th transaction
+
+
+def _statements() -> list[tuple[str, bool]]:
+    statements = [("CREATE DATABASE shop", True), ("CREATE TABLE shop.t (id INT PRIMARY KEY, v INT)", True)]
+    for i in range(1, 30):
+        key = 5 if i == FAILING - 2 else 100 + i  # the 11th insert repeats id 5
+        statements.append((f"INSERT INTO shop.t VALUES ({key}, {i})", False))
+    statements.insert(6, ("INSERT INTO shop.t VALUES (5, 0)", False))
+    return statements
+
+
+@pytest.mark.parametrize("order", ["on", "off"])
+def test_a_worker_error_stops_only_its_channel_and_names_worker_transaction_position(tmp_path, order):
+    import subprocess
+
+    index = write_relay_log(tmp_path / "bad", _statements())
+    good = generate("oltp", 41, tmp_path / "good", size_mb=1)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    command = replay_argv(slave, repo, f"c1={index}", "--channel", f"c2={good.index_file}")
+    command += ["--workers", "3", "--parallel-type", "logical_clock", "--preserve-commit-order", order]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    error = result.stderr.strip().splitlines()[-1]
+    assert "channel 'c1': Error 1062" in error
+    assert "worker " in error and "failed" in error
+    failing_gtid = f"00000000-0000-0000-0000-000000000007:{FAILING + 1}"  # +1: the CREATE DATABASE
+    assert failing_gtid in error, error
+    assert "(relay log " in error and "gaps" in error
+    assert "Traceback" not in result.stderr
+    # the other channel finished everything
+    con = duckdb.connect(str(slave), read_only=True)
+    try:
+        (c2,) = con.execute("SELECT transactions FROM __relaydeck.progress WHERE channel = 'c2'").fetchone()
+        ids = {r[0] for r in con.execute("SELECT id FROM shop.t").fetchall()}
+        (failed,) = con.execute(
+            "SELECT count(*) FROM __relaydeck.commits WHERE channel = 'c1' AND gtid = ?", [failing_gtid]
+        ).fetchone()
+    finally:
+        con.close()
+    assert c2 == good.transactions
+    assert failed == 0  # the failing transaction was not applied
+    if order == "on":
+        # commit order preserved: exactly the transactions before the failing one
+        assert ids == {5} | {100 + i for i in range(1, FAILING - 2)}
+    with Repository(repo) as r:
+        (status,) = r.status("c1")
+        shown = status.show_replica_status()
+    assert shown["Last_SQL_Errno"] == 1062
+    assert failing_gtid in shown["Last_SQL_Error"]
+
+
+def test_stop_waits_for_assigned_transactions_and_leaves_no_gaps(tmp_path):
+    summary = generate("oltp", 42, tmp_path / "relay", size_mb=3)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    spec = [ChannelSpec("", summary.index_file)]
+    options = ParallelOptions(workers=4, parallel_type="logical_clock", preserve_commit_order=False)
+    replay = Replay(slave, repo, spec, parallel=options, limits=BatchLimits(transactions=20))
+
+    def stop_when_busy(live):  # type: ignore[no-untyped-def]
+        applier = replay.appliers.get("")
+        if applier is not None and applier.stats.commits >= 3:
+            replay.stop.set()
+
+    replay.on_tick = stop_when_busy
+    (outcome,) = replay.run()
+    assert outcome.stats.stopped_by == "STOP"
+    assert 0 < outcome.stats.transactions < summary.transactions
+    (picture,) = inspect_recovery(slave, repo, "")
+    assert picture.committed_after_lwm == 0 and picture.gaps == []
+    assert picture.lwm == outcome.stats.transactions
+    (rest,) = Replay(slave, repo, spec, parallel=options).run()
+    assert rest.error is None and rest.gaps_filled == 0
+    n = summary.transactions
+    assert commit_record_counts(slave) == (n, n, n)
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    assert_tables_equal(slave, expected)
+
+
+def test_worker_info_rows_follow_the_checkpoint(tmp_path):
+    summary = generate("oltp", 43, tmp_path / "relay", size_mb=1)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    options = ParallelOptions(workers=3, parallel_type="writeset", checkpoint_group=10)
+    Replay(slave, repo, [ChannelSpec("", summary.index_file)], parallel=options).run()
+    with Repository(repo) as r:
+        rows = r.worker_infos("")
+        rli = r.relay_log_info("")
+    assert [row["Id"] for row in rows] == [1, 2, 3]
+    assert rli["Number_of_workers"] == 3
+    con = duckdb.connect(str(slave), read_only=True)
+    try:
+        progress = con.execute("SELECT relay_log_file, relay_log_pos FROM __relaydeck.progress").fetchone()
+        last_by_worker = dict(
+            con.execute(
+                "SELECT worker, arg_max(relay_log_pos, seqno) FROM __relaydeck.commits GROUP BY worker"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    for row in rows:
+        # drained: every checkpoint points at the LWM, which is the end; nothing after it
+        assert (row["Checkpoint_relay_log_name"], row["Checkpoint_relay_log_pos"]) == progress
+        assert row["Checkpoint_group_size"] == 10
+        assert row["Checkpoint_seqno"] == 0
+        if row["Id"] in last_by_worker:
+            assert row["Relay_log_pos"] == last_by_worker[row["Id"]]
+    assert (rli["Relay_log_name"], rli["Relay_log_pos"]) == progress
