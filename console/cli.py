@@ -154,6 +154,15 @@ def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return None
 
 
+def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from engine.applier.controls import StartControls
+
+    try:
+        return StartControls(skip_counter=args.skip_counter, sql_delay=args.sql_delay)
+    except ValueError as exc:
+        raise RelaydeckError(str(exc)) from None
+
+
 def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.applier.single import BatchLimits
 
@@ -200,6 +209,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
         limits=_limits(args),
         on_tick=bar.update if bar else None,
         parallel=parallel,
+        controls=_controls(args),
     )
     try:
         outcomes = replay.run()
@@ -216,7 +226,8 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
             s = outcome.stats
             elapsed = max(1e-9, __import__("time").monotonic() - s.started)
             out.write(
-                f"channel {label}: {s.transactions} transactions applied ({s.skipped} already applied), "
+                f"channel {label}: {s.transactions} transactions applied ({s.skipped} already applied"
+                f"{f', {s.skipped_by_counter} skipped by the skip counter' if s.skipped_by_counter else ''}), "
                 f"{s.row_changes} row changes, {s.bytes / 1e6:.1f} MB in {elapsed:.2f} s "
                 f"({s.transactions / elapsed:.0f} trx/s); stopped by {s.stopped_by}\n"
             )
@@ -381,6 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=300,
         metavar="MS",
         help="replica_checkpoint_period: checkpoint at least every MS milliseconds (default 300)",
+    )
+    rep.add_argument(
+        "--skip-counter",
+        type=int,
+        default=0,
+        metavar="N",
+        help="sql_replica_skip_counter: skip N events first (whole transactions)",
+    )
+    rep.add_argument(
+        "--sql-delay",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="SOURCE_DELAY: apply each transaction only this long after the source committed it",
     )
     rep.add_argument(
         "--until-gtid", metavar="SET", help="stop once every GTID of SET is applied (SQL_AFTER_GTIDS)"

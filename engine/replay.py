@@ -10,9 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions
 from .applier.recovery import fill_gaps
 from .applier.single import ApplyStats, BatchLimits, ChannelApplier, ChannelError, Until
@@ -70,6 +71,7 @@ class Replay:
         limits: BatchLimits | None = None,
         on_tick: Callable[[dict[str, _Live]], None] | None = None,
         parallel: ParallelOptions | None = None,
+        controls: StartControls | None = None,
     ) -> None:
         """parallel: the multi-threaded applier's settings; None is the single applier."""
         for spec in channels:
@@ -84,6 +86,7 @@ class Replay:
         self.limits = limits
         self.on_tick = on_tick
         self.parallel = parallel
+        self.controls = controls or StartControls()  # each channel gets its own copy (a counter)
         self.stop = threading.Event()
         self.kill = threading.Event()  # KILL: workers drop what they hold (recovery fills gaps)
         self.appliers: dict[str, ParallelApplier] = {}
@@ -145,6 +148,7 @@ class Replay:
                     self.until,
                     on_progress=self._progress_hook(spec.name, logs),
                     stop=self.stop,
+                    controls=replace(self.controls),
                 )
             else:
                 applier = self.appliers[spec.name] = ParallelApplier(
@@ -158,6 +162,7 @@ class Replay:
                     stop=self.stop,
                     kill=self.kill,
                     on_checkpoint=self._write_checkpoint if self.repository is not None else None,
+                    controls=replace(self.controls),
                 )
             live.transactions = applier.progress.transactions
             outcome.stats = applier.run()

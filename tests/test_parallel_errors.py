@@ -125,3 +125,32 @@ def test_worker_info_rows_follow_the_checkpoint(tmp_path):
         if row["Id"] in last_by_worker:
             assert row["Relay_log_pos"] == last_by_worker[row["Id"]]
     assert (rli["Relay_log_name"], rli["Relay_log_pos"]) == progress
+
+
+def test_queues_bounded_by_pending_jobs_size_max_still_replay_exactly(tmp_path):
+    summary = generate("oltp", 44, tmp_path / "relay", size_mb=1)
+    slave = tmp_path / "slave.duckdb"
+    # room for a couple of transactions at a time; bigger ones wait for empty queues, run alone
+    options = ParallelOptions(workers=3, parallel_type="writeset", pending_jobs_size_max=3000)
+    replay = Replay(slave, None, [ChannelSpec("", summary.index_file)], parallel=options)
+    (outcome,) = replay.run()
+    assert outcome.error is None and outcome.stats.transactions == summary.transactions
+    assert replay.appliers[""].waits.total_size > 0
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    assert_tables_equal(slave, expected)
+
+
+def test_a_write_conflict_between_workers_is_recognised_as_retryable(tmp_path):
+    from engine.applier.parallel import _is_conflict
+
+    con = duckdb.connect(str(tmp_path / "c.duckdb"))
+    con.execute("CREATE TABLE t (id INT, v INT)")
+    con.execute("INSERT INTO t VALUES (1, 0)")
+    a, b = con.cursor(), con.cursor()
+    a.execute("BEGIN")
+    b.execute("BEGIN")
+    a.execute("UPDATE t SET v = 1 WHERE id = 1")
+    with pytest.raises(duckdb.Error) as caught:
+        b.execute("UPDATE t SET v = 2 WHERE id = 1")
+    assert _is_conflict(caught.value)
+    assert not _is_conflict(duckdb.CatalogException("Table with name x does not exist"))

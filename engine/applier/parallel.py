@@ -41,6 +41,7 @@ from ..scheduling.rowkeys import Decoded, transaction_writeset
 from ..scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
 from ..slave.database import ChannelProgress, CommitRecord, Slave
 from ..transactions import Transaction
+from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 from .single import (
     _APPLY_ERRORS,
@@ -99,6 +100,7 @@ class Job:
     decoded: Decoded | None = None
     partitions: frozenset[str] | None = None  # DATABASE: released when it commits
     worker: int = -1
+    skip: bool = False  # taken by the skip counter: recorded as applied, not executed
 
 
 @dataclass(slots=True)
@@ -178,8 +180,10 @@ class ParallelApplier:
         stop: threading.Event | None = None,
         kill: threading.Event | None = None,
         on_checkpoint: Callable[[Checkpoint], None] | None = None,
+        controls: StartControls | None = None,
     ) -> None:
         self.slave = slave
+        self.controls = controls or StartControls()
         self.channel = channel
         self.logs = logs
         self.options = options
@@ -251,7 +255,15 @@ class ParallelApplier:
                             self.stats.skipped += 1
                             self._clock.skipped(item, self._gaq.next_ordinal - 1)
                             continue
-                        self._schedule(item)
+                        skip = self.controls.take_skip(item)
+                        if skip:
+                            self.stats.skipped_by_counter += 1
+                        else:
+                            due = self.controls.due(item)
+                            if due is not None and not self.controls.wait_until(due, self.stop):
+                                self.stats.stopped_by = "STOP"
+                                return None
+                        self._schedule(item, skip)
                         if self.until is not None and self.until.reached_after(item, self._scheduled):
                             self.stats.stopped_by = "UNTIL condition"
                             return None
@@ -275,8 +287,10 @@ class ParallelApplier:
             reader.close()
         return None
 
-    def _schedule(self, txn: Transaction) -> None:
-        alone = is_structural(txn)
+    def _schedule(self, txn: Transaction, skip: bool = False) -> None:
+        # Definitions change, or bigger than replica_pending_jobs_size_max: nothing else runs with it.
+        oversized = txn.size > self.options.pending_jobs_size_max
+        alone = oversized or is_structural(txn)
         decoded: Decoded | None = None
         kind = self.options.parallel_type
         with self._lock:
@@ -292,11 +306,11 @@ class ParallelApplier:
             after = ordinal - 1
         if alone:
             after = ordinal - 1
-        job = Job(ordinal, txn, after, alone, decoded)
+        job = Job(ordinal, txn, after, alone, decoded, skip=skip)
         if kind == "database" and not alone:
             worker = self._claim_partitions(job)
         elif alone:
-            self._wait(lambda: self._gaq.uncommitted() == 0, "sequential")
+            self._wait(lambda: self._gaq.uncommitted() == 0, "total_size" if oversized else "sequential")
             worker = 0
         else:
             worker = self._choose_worker(job)
@@ -662,7 +676,8 @@ class ParallelApplier:
     ) -> None:
         session.begin(changes_definitions=batch[0].alone)
         for job in batch:
-            executor.apply(job.txn, job.decoded)
+            if not job.skip:
+                executor.apply(job.txn, job.decoded)
         executor.flush()
         wid = worker.status.worker
         session.record_commits(

@@ -26,6 +26,7 @@ from ..slave.database import ChannelProgress, CommitRecord, Slave
 from ..slave.ddl import UntranslatableStatement
 from ..slave.rowapply import ApplyError
 from ..transactions import Transaction, TransactionAssembler
+from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 
 ER_UNKNOWN_ERROR = 1105
@@ -115,7 +116,8 @@ def _gtid_items(executed: ExecutedGtids) -> list[str]:
 @dataclass(slots=True)
 class ApplyStats:
     transactions: int = 0
-    skipped: int = 0
+    skipped: int = 0  # already applied (by GTID)
+    skipped_by_counter: int = 0  # sql_replica_skip_counter
     row_changes: int = 0
     bytes: int = 0
     commits: int = 0
@@ -138,8 +140,11 @@ class ChannelApplier:
         until: Until | None = None,
         on_progress: ProgressCallback | None = None,
         stop: threading.Event | None = None,
+        controls: StartControls | None = None,
     ) -> None:
         self.slave = slave
+        self.controls = controls or StartControls()
+        self._skip: set[int] = set()  # id() of transactions the skip counter took
         self.channel = channel
         self.logs = logs
         self.limits = limits or BatchLimits()
@@ -177,6 +182,17 @@ class ChannelApplier:
                                 self.stats.skipped += 1  # applied before (a restarted relay log)
                                 continue
                             self._scheduled.add(item.gtid)
+                        if self.controls.take_skip(item):
+                            self._skip.add(id(item))
+                            self.stats.skipped_by_counter += 1
+                        else:
+                            due = self.controls.due(item)
+                            if due is not None:
+                                self._commit(batch)  # what came before shows while this one waits
+                                batch, batch_rows, batch_started = [], 0, time.monotonic()
+                                if not self.controls.wait_until(due, self.stop):
+                                    self.stats.stopped_by = "STOP"
+                                    return self.stats
                         if is_structural(item):
                             self._commit(batch)
                             batch = []
@@ -244,7 +260,8 @@ class ChannelApplier:
     def _apply_and_commit(self, batch: list[Transaction]) -> None:
         self.slave.begin(changes_definitions=len(batch) == 1 and is_structural(batch[0]))
         for txn in batch:
-            self.executor.apply(txn)
+            if id(txn) not in self._skip:
+                self.executor.apply(txn)
         self.executor.flush()
         executed = ExecutedGtids.parse(str(self.executed))
         commits = []
