@@ -541,7 +541,7 @@ class ParallelApplier:
                     self._lock.wait()
                     continue
                 head = queue[0]
-                if not self._gaq.all_committed_through(head.after):
+                if head.after > self._ready_through(self._gaq.lwm, ()):
                     status.state = "waiting for dependent transaction to commit"
                     if not clock_waited:
                         self.waits.worker_clock += 1
@@ -575,6 +575,7 @@ class ParallelApplier:
                 break
             batch = [queue.popleft()]
             members = {head.ordinal}
+            covered = self._ready_through(self._gaq.lwm, members)
             rows = head.txn.row_events
             if not head.alone:
                 while len(batch) < self.limits.transactions and rows < self.limits.row_changes:
@@ -584,7 +585,7 @@ class ParallelApplier:
                     if not source:
                         break
                     job = source[0]
-                    if job.alone or not self._gaq.all_committed_through(job.after, members):
+                    if job.alone or job.after > covered:
                         break
                     if options.preserve_commit_order and job.ordinal != batch[-1].ordinal + 1:
                         break
@@ -593,11 +594,22 @@ class ParallelApplier:
                         self._transfer(job, worker)
                     batch.append(job)
                     members.add(job.ordinal)
+                    covered = self._ready_through(covered, members)
                     rows += job.txn.row_events
             status.state = "applying"
             status.applying = batch[0].txn.gtid or str(batch[0].txn.end)
             status.queued = len(queue)
             return batch
+
+    def _ready_through(self, start: int, members: set[int] | tuple[()]) -> int:
+        """The highest ordinal up to which every transaction has committed or is in `members`
+        (the batch being built), scanning on from `start` (known to qualify): amortised O(1) per
+        transaction as a batch grows."""
+        gaq = self._gaq
+        covered = start
+        while (covered + 1) in members or gaq.is_committed(covered + 1):
+            covered += 1
+        return covered
 
     def _queue_holding(self, ordinal: int, worker: _Worker) -> deque[Job] | None:
         """With commit order preserved, a batch may only hold consecutive ordinals. The next one
