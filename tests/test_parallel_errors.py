@@ -154,3 +154,26 @@ def test_a_write_conflict_between_workers_is_recognised_as_retryable(tmp_path):
         b.execute("UPDATE t SET v = 2 WHERE id = 1")
     assert _is_conflict(caught.value)
     assert not _is_conflict(duckdb.CatalogException("Table with name x does not exist"))
+
+
+def test_an_unexpected_worker_exception_stops_the_channel_instead_of_hanging(tmp_path, monkeypatch):
+    from engine.applier import executor as executor_module
+
+    summary = generate("oltp", 45, tmp_path / "relay", size_mb=1)
+    real_apply = executor_module.TransactionExecutor.apply
+    calls = {"n": 0}
+
+    def flaky_apply(self, txn, decoded=None):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 60:
+            raise TypeError("simulated defect")
+        return real_apply(self, txn, decoded)
+
+    monkeypatch.setattr(executor_module.TransactionExecutor, "apply", flaky_apply)
+    options = ParallelOptions(workers=2, parallel_type="logical_clock")
+    (outcome,) = Replay(
+        tmp_path / "slave.duckdb", None, [ChannelSpec("", summary.index_file)], parallel=options
+    ).run()
+    assert outcome.error is not None
+    assert "internal error: TypeError: simulated defect" in outcome.error.one_line()
+    assert "worker " in outcome.error.one_line()

@@ -46,6 +46,7 @@ from .executor import TransactionExecutor, is_structural
 from .single import (
     _APPLY_ERRORS,
     ER_INCIDENT,
+    ER_UNKNOWN_ERROR,
     ApplyStats,
     BatchLimits,
     ChannelError,
@@ -326,7 +327,9 @@ class ParallelApplier:
         databases = job.txn.databases
         while True:
             with self._lock:
-                claim = self._partitions.claim(databases, [w.queued_bytes for w in self._workers])
+                claim = self._partitions.claim(
+                    databases, [w.queued_bytes for w in self._workers], self.options.preserve_commit_order
+                )
             if claim.kind == "assign":
                 job.partitions = databases
                 # The partition's worker orders it after the earlier transactions on its
@@ -491,7 +494,21 @@ class ParallelApplier:
             if batch is None:
                 break
             try:
-                self._execute(worker, session, executor, batch)
+                try:
+                    self._execute(worker, session, executor, batch)
+                except (_Abort, _JobFailed):
+                    raise
+                except Exception as exc:  # a defect must stop the channel, not hang it
+                    self._rollback(session, executor)
+                    job = batch[0]
+                    error = ChannelError(
+                        self.channel,
+                        ER_UNKNOWN_ERROR,
+                        f"internal error: {type(exc).__name__}: {exc}",
+                        job.txn.describe(),
+                        str(job.txn.start),
+                    )
+                    raise _JobFailed(job, error) from exc
             except _Abort:
                 self._release(batch)
                 break

@@ -38,8 +38,13 @@ class DatabasePartitions:
         self.workers = workers
         self._held: dict[str, _Partition] = {}
 
-    def claim(self, databases: frozenset[str] | None, loads: Sequence[int]) -> Claim:
-        """Try to assign; on "assign" the partitions are taken (usage counted) for `worker`."""
+    def claim(self, databases: frozenset[str] | None, loads: Sequence[int], ordered: bool = False) -> Claim:
+        """Try to assign; on "assign" the partitions are taken (usage counted) for `worker`.
+
+        ordered: the caller orders the transaction after the earlier ones on its databases by
+        itself (an explicit dependency), so partitions busy on two workers need no wait: the
+        transaction goes to the first one's worker and the others keep their owners.
+        """
         if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
             return Claim("alone")
         keys = sorted(databases)
@@ -49,7 +54,7 @@ class DatabasePartitions:
             if part is not None and part.usage > 0:
                 if owner < 0:
                     owner = part.worker
-                elif part.worker != owner:
+                elif part.worker != owner and not ordered:
                     return Claim("wait", part.worker, key)
         if owner < 0:
             owner = min(range(self.workers), key=lambda w: (loads[w], w))
