@@ -33,7 +33,7 @@ def _expected(relay):  # type: ignore[no-untyped-def]
 
 def test_sigkill_during_parallel_replay_with_commit_order_off_recovers_the_gaps(tmp_path):
     # independent rows, so workers commit out of order; long enough for every kill to land mid-run
-    summary = generate("oltp", 21, tmp_path / "relay", size_mb=44)
+    summary = generate("oltp", 21, tmp_path / "relay", size_mb=24)
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
     command = replay_argv(
         slave,
@@ -46,7 +46,7 @@ def test_sigkill_during_parallel_replay_with_commit_order_off_recovers_the_gaps(
         "--preserve-commit-order",
         "off",
         "--group-size",
-        "200",
+        "20",
         "--checkpoint-period",
         "50",
     )
@@ -56,7 +56,7 @@ def test_sigkill_during_parallel_replay_with_commit_order_off_recovers_the_gaps(
     gaps_seen = 0
     while kills < KILLS:
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.9, 2.4))
+        time.sleep(rng.uniform(1.6, 3.0))
         if proc.poll() is not None:
             break  # finished before this kill: the relay log was too short for KILLS kills
         os.kill(proc.pid, signal.SIGKILL)

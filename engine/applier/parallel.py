@@ -216,6 +216,9 @@ class ParallelApplier:
         self._last_on_database: dict[str, int] = {}
         self._run_worker = 0
         self._run_left = 0
+        # A worker never combines more than the batch limit: longer runs would only serialize.
+        self._run_length = max(1, min(RUN_LENGTH, self.limits.transactions))
+        self._gather_min = max(1, min(GATHER_MIN, self.limits.transactions))
         self._checkpointed_lwm = self.progress.transactions
         self._last_checkpoint = time.monotonic()
         self._executors: list[TransactionExecutor] = []
@@ -365,7 +368,7 @@ class ParallelApplier:
             start = (self._run_worker + 1) % len(self._workers)
             order = [(start + i) % len(self._workers) for i in range(len(self._workers))]
             self._run_worker = min(order, key=lambda w: loads[w])
-            self._run_left = RUN_LENGTH - 1
+            self._run_left = self._run_length - 1
             return self._run_worker
 
     def _enqueue(self, job: Job, worker_index: int) -> None:
@@ -571,7 +574,7 @@ class ParallelApplier:
                     options.preserve_commit_order
                     and not head.alone
                     and head.ordinal != self._gaq.lwm + 1
-                    and self._contiguous(queue) < GATHER_MIN
+                    and self._contiguous(queue, self._gather_min) < self._gather_min
                 ):
                     # Not next to commit, and too short a run to be worth a DuckDB commit of its
                     # own: the worker whose turn comes first takes these along (_queue_holding),
@@ -580,7 +583,7 @@ class ParallelApplier:
                     self._lock.wait()
                     continue
                 if (
-                    len(queue) < GATHER_MIN
+                    len(queue) < self._gather_min
                     and not self._reading_done
                     and not head.alone
                     and self._may_grow(queue)
@@ -654,12 +657,12 @@ class ParallelApplier:
         self._gaq.entry(job.ordinal).worker = job.worker
 
     @staticmethod
-    def _contiguous(queue: deque[Job]) -> int:
+    def _contiguous(queue: deque[Job], enough: int) -> int:
         """How many consecutive ordinals the queue starts with."""
         first = queue[0].ordinal
         count = 0
         for job in queue:
-            if job.ordinal != first + count or count >= GATHER_MIN:
+            if job.ordinal != first + count or count >= enough:
                 break
             count += 1
         return count
