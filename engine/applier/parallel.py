@@ -45,7 +45,6 @@ from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 from .single import (
     _APPLY_ERRORS,
-    ER_INCIDENT,
     ER_UNKNOWN_ERROR,
     ApplyStats,
     BatchLimits,
@@ -54,6 +53,8 @@ from .single import (
     Until,
     _read_chunks,
     apply_error_text,
+    incident_error,
+    progress_after,
 )
 
 PARALLEL_TYPES = ("database", "logical_clock", "writeset")
@@ -275,13 +276,7 @@ class ParallelApplier:
                             return None
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._drain()
-                        return ChannelError(
-                            self.channel,
-                            ER_INCIDENT,
-                            f"The incident {item.event.info()} occurred on the source",
-                            None,
-                            f"{item.log_name}:{item.pos}",
-                        )
+                        return incident_error(self.channel, item)
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     self._maybe_checkpoint()
@@ -464,17 +459,7 @@ class ParallelApplier:
         self._last_checkpoint = time.monotonic()
         progress = self.progress
         if job is not None and lwm != self._checkpointed_lwm:
-            txn = job.txn
-            progress = replace(
-                self.progress,
-                relay_log_file=txn.end.log_name,
-                relay_log_pos=txn.end.pos,
-                source_log_file=txn.source_log_file,
-                source_log_pos=txn.source_end_pos,
-                executed_gtids=executed,
-                transactions=lwm,
-                last_transaction=txn.gtid or f"{txn.source_log_file}:{txn.source_end_pos}",
-            )
+            progress = progress_after(self.progress, job.txn, executed, lwm)
             self.slave.begin()
             try:
                 self.slave.record_progress(progress)

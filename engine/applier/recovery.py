@@ -230,6 +230,7 @@ def fill_gaps(slave: Slave, channel: str, logs: RelayLogSet, batch_size: int = 1
     many gaps were filled.
     """
     from .executor import TransactionExecutor, is_structural
+    from .single import progress_after
 
     progress = slave.progress(channel) or ChannelProgress(channel)
     executed = ExecutedGtids.parse(progress.executed_gtids)
@@ -255,18 +256,7 @@ def fill_gaps(slave: Slave, channel: str, logs: RelayLogSet, batch_size: int = 1
         return 0
     ordinal, txn = last
     slave.begin()
-    slave.record_progress(
-        replace(
-            progress,
-            relay_log_file=txn.end.log_name,
-            relay_log_pos=txn.end.pos,
-            source_log_file=txn.source_log_file,
-            source_log_pos=txn.source_end_pos,
-            executed_gtids=str(executed),
-            transactions=ordinal,
-            last_transaction=txn.gtid or f"{txn.source_log_file}:{txn.source_end_pos}",
-        )
-    )
+    slave.record_progress(progress_after(progress, txn, str(executed), ordinal))
     slave.commit()
     return filled
 

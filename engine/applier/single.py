@@ -206,13 +206,7 @@ class ChannelApplier:
                             return self.stats
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._commit(batch)
-                        raise ChannelError(
-                            self.channel,
-                            ER_INCIDENT,
-                            f"The incident {item.event.info()} occurred on the source",
-                            None,
-                            f"{item.log_name}:{item.pos}",
-                        )
+                        raise incident_error(self.channel, item)
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     if batch and (
@@ -281,17 +275,7 @@ class ChannelApplier:
                     txn.source_end_pos,
                 )
             )
-        last = batch[-1]
-        progress = replace(
-            self.progress,
-            relay_log_file=last.end.log_name,
-            relay_log_pos=last.end.pos,
-            source_log_file=last.source_log_file,
-            source_log_pos=last.source_end_pos,
-            executed_gtids=str(executed),
-            transactions=seqno,
-            last_transaction=last.gtid or f"{last.source_log_file}:{last.source_end_pos}",
-        )
+        progress = progress_after(self.progress, batch[-1], str(executed), seqno)
         self.slave.record(progress, commits)
         self.slave.commit()
         self.progress, self.executed = progress, executed
@@ -307,6 +291,33 @@ class ChannelApplier:
     def _channel_error(self, txn: Transaction, exc: Exception) -> ChannelError:
         errno, message = apply_error_text(exc)
         return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))
+
+
+def progress_after(
+    progress: ChannelProgress, txn: Transaction, executed: str, transactions: int
+) -> ChannelProgress:
+    """The channel's position once `txn` (its `transactions`-th) is applied."""
+    return replace(
+        progress,
+        relay_log_file=txn.end.log_name,
+        relay_log_pos=txn.end.pos,
+        source_log_file=txn.source_log_file,
+        source_log_pos=txn.source_end_pos,
+        executed_gtids=executed,
+        transactions=transactions,
+        last_transaction=txn.gtid or f"{txn.source_log_file}:{txn.source_end_pos}",
+    )
+
+
+def incident_error(channel: str, logged: LoggedEvent) -> ChannelError:
+    """An INCIDENT event stops the channel (ER_SLAVE_INCIDENT), as on MySQL."""
+    return ChannelError(
+        channel,
+        ER_INCIDENT,
+        f"The incident {logged.event.info()} occurred on the source",  # type: ignore[attr-defined]
+        None,
+        f"{logged.log_name}:{logged.pos}",
+    )
 
 
 def apply_error_text(exc: Exception) -> tuple[int, str]:
