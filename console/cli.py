@@ -210,10 +210,13 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
         on_tick=bar.update if bar else None,
         parallel=parallel,
         controls=_controls(args),
+        follow=args.follow,
     )
+    previous = _stop_on_sigterm(replay.stop)
     try:
         outcomes = replay.run()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if bar is not None:
             bar.close()
     failed = False
@@ -269,6 +272,121 @@ class _ProgressBar:
         self.progress.stop()
 
 
+def _stop_on_sigterm(stop) -> object:  # type: ignore[no-untyped-def]
+    """SIGTERM means STOP: finish what is assigned, checkpoint, exit cleanly."""
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (tests call main() from threads)
+        return signal.getsignal(signal.SIGTERM)
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    """Configure the channels from CONFIG (CHANGE … / SET GLOBAL), START them, serve the socket."""
+    import threading
+
+    from engine.replica.config import bundled_example, load_config
+    from engine.replica.control import ControlSocket
+    from engine.replica.server import ReplicaServer
+
+    config = load_config(args.config) if args.config else bundled_example(Path(args.work))
+    config.slave.parent.mkdir(parents=True, exist_ok=True)
+    config.repository.parent.mkdir(parents=True, exist_ok=True)
+    replica = ReplicaServer(config.slave, config.repository, follow=not args.no_follow)
+    control = None
+    stop = threading.Event()
+    previous = _stop_on_sigterm(stop)
+    try:
+        control = ControlSocket(replica)
+        if config.variables is not None:
+            _print_warnings(replica.execute(config.variables))
+        for change in config.channels:
+            _print_warnings(replica.execute(change))
+        if not args.skip_replica_start:
+            _print_warnings(replica.execute("START REPLICA"))
+        out.write(
+            f"relaydeck serve: pid {__import__('os').getpid()}, slave {config.slave}, repository "
+            f"{config.repository}, control socket {control.path}\n"
+        )
+        out.flush()
+        while not stop.wait(0.5):
+            if args.no_follow and not any(replica.running(c) for c in replica.repository.channels()):
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if control is not None:
+            control.close()
+        replica.close()
+    failed = False
+    with __import__("engine.repository", fromlist=["Repository"]).Repository(config.repository) as repo:
+        for status in repo.status():
+            if status.last_error_number:
+                failed = True
+                sys.stderr.write(f"relaydeck: channel '{status.channel_name}': {status.last_error_message}\n")
+    out.write("relaydeck serve: stopped\n")
+    return 1 if failed else 0
+
+
+def _print_warnings(result) -> None:  # type: ignore[no-untyped-def]
+    for warning in result.warnings:
+        sys.stderr.write(f"{warning}\n")
+
+
+def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
+    """One statement: through the running server's socket, else in this process."""
+    from engine.replica.control import connect
+    from engine.replica.errors import CommandError
+    from engine.replica.server import ReplicaServer
+    from engine.repository import Repository
+
+    remote = connect(args.repository) if Path(args.repository).exists() else None
+    try:
+        if remote is not None:
+            result = remote.execute(args.statement)
+        else:
+            slave = args.slave
+            if slave is None:
+                with Repository(args.repository) as repo:
+                    slave = repo.slave_path()
+            if slave is None:
+                raise RelaydeckError(
+                    f"{args.repository}: no slave is recorded for this repository yet; give --slave SLAVE.duckdb"
+                )
+            # Without a server, START applies what the relay logs hold and returns when done.
+            replica = ReplicaServer(slave, args.repository, follow=False)
+            try:
+                result = replica.execute(args.statement)
+                replica.wait()
+            finally:
+                replica.close()
+    except CommandError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    finally:
+        if remote is not None:
+            remote.close()
+    if args.json:
+        out.write(json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n")
+    elif result.columns:
+        vertical = len(result.columns) > 8  # SHOW REPLICA STATUS reads best as \\G
+        if vertical:
+            for i, row in enumerate(result.rows, start=1):
+                out.write(f"*************************** {i}. row ***************************\n")
+                for key, value in zip(result.columns, row, strict=True):
+                    out.write(f"{key:>30}: {'' if value is None else value}\n")
+        else:
+            out.write("\t".join(result.columns) + "\n")
+            for row in result.rows:
+                out.write("\t".join("" if x is None else str(x) for x in row) + "\n")
+    _print_warnings(result)
+    return 0
+
+
 def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     """SHOW REPLICA STATUS from the repository (readable while a replay runs)."""
     from engine.repository import Repository
@@ -314,6 +432,36 @@ def cmd_recovery(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  problem: {picture.problem}\n")
         for step in picture.plan:
             out.write(f"  plan: {step}\n")
+    return 0
+
+
+def cmd_console(args: argparse.Namespace, out: TextIO) -> int:
+    """The operator console (Textual) over a running serve, a CONFIG run here, or the bundled example."""
+    from console.app import ConsoleApp
+    from console.session import open_config, open_example, open_repository
+    from console.thresholds import LagThresholds
+
+    try:
+        thresholds = LagThresholds(args.lag_warn, args.lag_crit)
+    except ValueError as exc:
+        raise RelaydeckError(f"--lag-warn/--lag-crit: {exc}") from None
+    if args.repository and args.config:
+        raise RelaydeckError("give CONFIG or --repository, not both")
+    if args.repository:
+        session = open_repository(Path(args.repository), Path(args.slave) if args.slave else None)
+    elif args.config:
+        session = open_config(Path(args.config))
+    else:
+        session = open_example(Path(args.work))
+    try:
+        app = ConsoleApp(
+            session.replica, source=session.description, thresholds=thresholds, notes=session.notes
+        )
+        if args.light:
+            app.theme = "textual-light"
+        app.run()
+    finally:
+        session.close()
     return 0
 
 
@@ -418,7 +566,76 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="commit at most N source transactions per DuckDB transaction (default 20000)",
     )
+    rep.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep applying as the relay logs grow (events appended, files added) until SIGTERM or Ctrl-C",
+    )
     rep.set_defaults(func=cmd_replay)
+
+    srv = sub.add_parser(
+        "serve",
+        help="run the channels of a configuration file, following their relay logs, until SIGTERM",
+    )
+    srv.add_argument("config", nargs="?", metavar="CONFIG.toml", help="default: the bundled example")
+    srv.add_argument(
+        "--work",
+        default="relaydeck-example",
+        metavar="DIR",
+        help="where the bundled example writes (no CONFIG)",
+    )
+    srv.add_argument(
+        "--skip-replica-start", action="store_true", help="configure the channels but do not START them"
+    )
+    srv.add_argument(
+        "--no-follow", action="store_true", help="stop each channel at the end of its relay logs"
+    )
+    srv.set_defaults(func=cmd_serve)
+
+    con = sub.add_parser(
+        "console",
+        help="the operator console: channels, workers, statements, recovery, relay logs (attaches to a running serve)",
+    )
+    con.add_argument(
+        "config",
+        nargs="?",
+        metavar="CONFIG.toml",
+        help="run this configuration (default: the bundled example)",
+    )
+    con.add_argument(
+        "--repository", metavar="REPO.sqlite", help="attach to the serve running on this repository"
+    )
+    con.add_argument(
+        "--slave",
+        metavar="SLAVE.duckdb",
+        help="with --repository and no serve running: default, the one recorded",
+    )
+    con.add_argument(
+        "--work",
+        default="relaydeck-example",
+        metavar="DIR",
+        help="where the bundled example writes (no CONFIG)",
+    )
+    con.add_argument(
+        "--lag-warn", type=float, default=5.0, metavar="SECONDS", help="lag shown yellow from here"
+    )
+    con.add_argument(
+        "--lag-crit", type=float, default=30.0, metavar="SECONDS", help="lag shown red from here"
+    )
+    con.add_argument("--light", action="store_true", help="start in the light theme (d switches)")
+    con.set_defaults(func=cmd_console)
+
+    sql = sub.add_parser(
+        "sql",
+        help="run a replication statement (CHANGE REPLICATION SOURCE, START/STOP/RESET REPLICA, SHOW …, SET GLOBAL)",
+    )
+    sql.add_argument("statement", metavar="STATEMENT")
+    sql.add_argument("--repository", required=True, metavar="REPO.sqlite")
+    sql.add_argument(
+        "--slave", default=None, metavar="SLAVE.duckdb", help="when no server runs: default, the one recorded"
+    )
+    sql.add_argument("--json", action="store_true", help="the result as JSON")
+    sql.set_defaults(func=cmd_sql)
 
     rec = sub.add_parser(
         "recovery",

@@ -13,12 +13,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import watchfiles
+
 from .applier.controls import StartControls
-from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions
+from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
 from .applier.recovery import fill_gaps
-from .applier.single import ApplyStats, BatchLimits, ChannelApplier, ChannelError, Until
-from .errors import RelaydeckError
-from .relaylog.index import read_index, validate_channel_name
+from .applier.single import (
+    AnyEvent,
+    ApplyStats,
+    BatchLimits,
+    ChannelApplier,
+    ChannelError,
+    CommitCallback,
+    Until,
+)
+from .errors import RelaydeckError, RelayIndexError
+from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
 from .transactions import Transaction
@@ -51,119 +61,139 @@ class _Live:
     last_commit_ts: float | None = None
     relay_file: str | None = None
     relay_pos: int = 0
+    applied_commit_ts: float | None = None  # source commit time of the newest transaction committed
     state: str = "ON"
     started: float = field(default_factory=time.monotonic)
+
+
+def _commit_ts(txn: Transaction) -> float:
+    return txn.original_commit_timestamp / 1e6 if txn.original_commit_timestamp else float(txn.timestamp)
 
 
 def relay_bytes(spec: ChannelSpec) -> int:
     return sum(p.stat().st_size for p in read_index(spec.index_file).files)
 
 
-class Replay:
-    """Runs channels to the end of their relay logs (or UNTIL / stop), in parallel."""
+@dataclass(slots=True)
+class RunSettings:
+    """How one START runs a channel."""
+
+    until: Until | None = None
+    limits: BatchLimits | None = None
+    parallel: ParallelOptions | None = None  # None: the single applier
+    controls: StartControls = field(default_factory=StartControls)
+    follow: bool = False  # keep applying as the relay logs grow, until STOP
+    after_gaps_only: bool = False  # UNTIL SQL_AFTER_MTS_GAPS: fill the gaps a crash left, then stop
+    on_commit: CommitCallback | None = None
+    preparer: RowPreparer | None = None  # overrides the pool's (tests)
+
+
+def pool_preparer(options: ParallelOptions) -> RowPreparer | None:
+    """The Spark pool's row preparer (starting Spark on first use); None for the thread pool."""
+    if options.pool != "spark":
+        return None
+    from .spark.decode import SparkRowDecoder
+    from .spark.session import spark_session
+
+    return SparkRowDecoder(spark_session(options.spark_master, cores=options.workers))
+
+
+class ChannelRun:
+    """One START of one channel: its applier thread, STOP/KILL events and live progress.
+
+    The thread takes its own DuckDB cursor from the slave; errors end up in `outcome` and, with a
+    repository, in the channel's Last_SQL_Error.
+    """
 
     def __init__(
         self,
-        slave_path: str | Path,
-        repository_path: str | Path | None,
-        channels: list[ChannelSpec],
-        until: Until | None = None,
-        limits: BatchLimits | None = None,
-        on_tick: Callable[[dict[str, _Live]], None] | None = None,
-        parallel: ParallelOptions | None = None,
-        controls: StartControls | None = None,
+        slave: Slave,
+        repository: Repository | None,
+        spec: ChannelSpec,
+        settings: RunSettings,
+        stop: threading.Event | None = None,
+        kill: threading.Event | None = None,
     ) -> None:
-        """parallel: the multi-threaded applier's settings; None is the single applier."""
-        for spec in channels:
-            validate_channel_name(spec.name)
-        names = [c.name.lower() for c in channels]
-        if len(set(names)) != len(names):
-            raise RelaydeckError("a channel is named twice")
-        self.slave = Slave(slave_path)
-        self.repository = Repository(repository_path) if repository_path else None
-        self.channels = channels
-        self.until = until
-        self.limits = limits
-        self.on_tick = on_tick
-        self.parallel = parallel
-        self.controls = controls or StartControls()  # each channel gets its own copy (a counter)
-        self.stop = threading.Event()
-        self.kill = threading.Event()  # KILL: workers drop what they hold (recovery fills gaps)
-        self.appliers: dict[str, ParallelApplier] = {}
-        self.live = {c.name: _Live(total_bytes=relay_bytes(c)) for c in channels}
+        validate_channel_name(spec.name)
+        self.slave = slave
+        self.repository = repository
+        self.spec = spec
+        self.settings = settings
+        self.stop = stop or threading.Event()
+        self.kill = kill or threading.Event()
+        self.outcome = ChannelOutcome(spec.name)
+        self.live = _Live(total_bytes=_bytes_if_any(spec))  # errors show when the thread reads the index
+        self.applier: ChannelApplier | ParallelApplier | None = None
+        self._checkpoint_seqnos: dict[int, int] = {}
+        self._rates: dict[int, tuple[float, int]] = {}  # worker -> (when, transactions) at last publish
+        self._smoothed: dict[int, float] = {}
+        self.thread = threading.Thread(target=self._run, name=f"channel-{spec.name}", daemon=True)
 
-    def run(self) -> list[ChannelOutcome]:
-        outcomes = {c.name: ChannelOutcome(c.name) for c in self.channels}
-        threads = [
-            threading.Thread(
-                target=self._run_channel, args=(spec, outcomes[spec.name]), name=f"channel-{spec.name}"
-            )
-            for spec in self.channels
-        ]
-        for thread in threads:
-            thread.start()
-        try:
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(STATUS_INTERVAL_S / max(1, len(threads)))
-                self._publish_all()
-                if self.on_tick is not None:
-                    self.on_tick(self.live)
-        except KeyboardInterrupt:
-            self.stop.set()
-            for t in threads:
-                t.join()
-            raise
-        finally:
-            self._publish_all()
-            if self.on_tick is not None:
-                self.on_tick(self.live)
-            if self.repository is not None:
-                self.repository.close()
-            self.slave.close()
-        return [outcomes[c.name] for c in self.channels]
+    def start(self) -> None:
+        self.thread.start()
 
-    def _run_channel(self, spec: ChannelSpec, outcome: ChannelOutcome) -> None:
-        live = self.live[spec.name]
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def _run(self) -> None:
+        spec, settings, outcome, live = self.spec, self.settings, self.outcome, self.live
         session = self.slave.session()
         try:
-            logs = read_index(spec.index_file)
+            logs = self._wait_for_index() if settings.follow else read_index(spec.index_file)
+            if logs is None:  # stopped while waiting
+                outcome.stats = ApplyStats(stopped_by="STOP")
+                live.state = "OFF"
+                return
             if self.repository is not None:
                 self.repository.ensure_channel(spec.name)
                 self.repository.update_relay_log_info(spec.name, Relay_log_index=str(spec.index_file))
                 self.repository.set_number_of_workers(
-                    spec.name, self.parallel.workers if self.parallel else 0
+                    spec.name, settings.parallel.workers if settings.parallel else 0
                 )
                 self.repository.clear_error(spec.name)
             live.state = "RECOVERING"
             outcome.gaps_filled = fill_gaps(session, spec.name, logs)
             live.state = "ON"
+            if settings.after_gaps_only:
+                outcome.stats = ApplyStats(stopped_by="UNTIL SQL_AFTER_MTS_GAPS")
+                live.state = "OFF"
+                return
+            hook = self._progress_hook(logs)
             applier: ChannelApplier | ParallelApplier
-            if self.parallel is None:
+            if settings.parallel is None:
                 applier = ChannelApplier(
                     session,
                     spec.name,
                     logs,
-                    self.limits,
-                    self.until,
-                    on_progress=self._progress_hook(spec.name, logs),
+                    settings.limits,
+                    settings.until,
+                    on_progress=hook,
                     stop=self.stop,
-                    controls=replace(self.controls),
+                    controls=replace(settings.controls),
+                    follow=settings.follow,
+                    on_commit=self._committed,
                 )
             else:
-                applier = self.appliers[spec.name] = ParallelApplier(
+                applier = ParallelApplier(
                     session,
                     spec.name,
                     logs,
-                    self.parallel,
-                    self.limits,
-                    self.until,
-                    on_progress=self._progress_hook(spec.name, logs),
+                    settings.parallel,
+                    settings.limits,
+                    settings.until,
+                    on_progress=hook,
                     stop=self.stop,
                     kill=self.kill,
                     on_checkpoint=self._write_checkpoint if self.repository is not None else None,
-                    controls=replace(self.controls),
+                    controls=replace(settings.controls),
+                    follow=settings.follow,
+                    on_commit=self._committed,
+                    preparer=settings.preparer or pool_preparer(settings.parallel),
                 )
+            self.applier = applier
             live.transactions = applier.progress.transactions
             outcome.stats = applier.run()
             live.state = "OFF"
@@ -176,26 +206,57 @@ class Replay:
         finally:
             session.close()
 
-    def _progress_hook(self, name: str, logs) -> Callable[[ApplyStats, object], None]:  # type: ignore[no-untyped-def]
-        live = self.live[name]
-        sizes = {p.name: p.stat().st_size for p in logs.files}
+    def _committed(self, transactions: list[Transaction]) -> None:
+        newest = max(_commit_ts(t) for t in transactions)
+        live = self.live
+        if live.applied_commit_ts is None or newest > live.applied_commit_ts:
+            live.applied_commit_ts = newest
+        if self.settings.on_commit is not None:
+            self.settings.on_commit(transactions)
+
+    def _wait_for_index(self) -> RelayLogSet | None:
+        """Following may start before the relay log does: wait (on file-system events) for an index
+        that lists a file; None if STOP or KILL came first."""
+        either = AnyEvent(self.stop, self.kill)
+        index = Path(self.spec.index_file)
+        while not either.is_set():
+            try:
+                return read_index(index)
+            except RelayIndexError:
+                self.live.state = "WAITING FOR RELAY LOG"
+            folder = next((p for p in (index.parent, *index.parents) if p.is_dir()), None)
+            if folder is None:
+                either.events[0].wait(0.5)
+                continue
+            for _ in watchfiles.watch(
+                folder, stop_event=either, rust_timeout=500, yield_on_timeout=True, recursive=False
+            ):
+                break
+        return None
+
+    def _progress_hook(self, logs: RelayLogSet) -> Callable[[ApplyStats, object], None]:
+        live = self.live
+        finished_sizes: dict[str, int] = {}  # files behind the reader do not grow any more
         order = [p.name for p in logs.files]
+        folder = logs.files[0].parent
 
         def hook(stats: ApplyStats, item: object) -> None:
             if isinstance(item, Transaction):
                 live.relay_file, live.relay_pos = item.end.log_name, item.end.pos
                 live.last_transaction = item.gtid or f"{item.source_log_file}:{item.source_end_pos}"
                 live.transactions += 1
-                if item.original_commit_timestamp:
-                    live.last_commit_ts = item.original_commit_timestamp / 1e6
-                else:
-                    live.last_commit_ts = float(item.timestamp)
+                live.last_commit_ts = _commit_ts(item)
+                if item.end.log_name not in order:
+                    order.append(item.end.log_name)  # added to the index while following
                 done = item.end.pos
                 for file_name in order:
                     if file_name == item.end.log_name:
                         break
-                    done += sizes[file_name]
+                    if file_name not in finished_sizes:
+                        finished_sizes[file_name] = _size(folder / file_name)
+                    done += finished_sizes[file_name]
                 live.bytes_done = done
+                live.total_bytes = max(live.total_bytes, done)
 
         return hook
 
@@ -204,6 +265,8 @@ class Replay:
         assert self.repository is not None
         lwm = checkpoint.progress
         rows = []
+        for worker in checkpoint.workers:
+            self._checkpoint_seqnos[worker.worker] = worker.seqno
         for worker, (relay_file, relay_pos, source_file, source_pos) in zip(
             checkpoint.workers, checkpoint.worker_positions, strict=True
         ):
@@ -236,56 +299,193 @@ class Replay:
         )
         self.repository.write_checkpoint(checkpoint.channel, relay_log_info, rows)
 
-    def _publish_all(self) -> None:
+    def publish(self, reader: Slave) -> None:
+        """Write the channel's live status to the repository; `reader` is the caller's own cursor."""
         if self.repository is None:
             return
-        for spec in self.channels:
-            live = self.live[spec.name]
-            progress = self.slave.progress(spec.name)  # the main thread's own cursor
-            elapsed = max(1e-6, time.monotonic() - live.started)
-            coordinator = {
-                "CHANNEL_NAME": spec.name,
-                "SERVICE_STATE": live.state,
-                "LAST_PROCESSED_TRANSACTION": live.last_transaction or "",
-            }
-            stats = {
-                "channel": spec.name,
-                "transactions_applied": progress.transactions if progress else 0,
-                "bytes_applied": live.bytes_done,
-                "relay_log_file_read": live.relay_file,
-                "relay_log_pos_read": live.relay_pos,
-                "relay_log_file_applied": progress.relay_log_file if progress else None,
-                "relay_log_pos_applied": progress.relay_log_pos if progress else None,
-                "trx_per_s": round(live.transactions / elapsed, 1),
-                "started_at": mysql_timestamp(time.time() - elapsed),
-            }
-            stats = {k: v for k, v in stats.items() if v is not None}  # unknown yet: keep what was there
-            workers = []
-            applier = self.appliers.get(spec.name)
-            if applier is not None:
-                for w in applier.worker_status():
-                    workers.append(
-                        {
-                            "CHANNEL_NAME": spec.name,
-                            "WORKER_ID": w.worker,
-                            "SERVICE_STATE": "OFF" if w.state in ("stopped", "error") else "ON",
-                            "LAST_ERROR_MESSAGE": w.error or "",
-                            "LAST_ERROR_NUMBER": 1 if w.error else 0,
-                            "LAST_APPLIED_TRANSACTION": w.last_applied or "",
-                            "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP": mysql_timestamp(
-                                w.last_applied_at
-                            ),
-                            "APPLYING_TRANSACTION": w.applying or "",
-                        }
-                    )
-            self.repository.publish_status(coordinator, workers, None, stats)
-            if progress is not None:
-                self.repository.update_relay_log_info(
-                    spec.name,
-                    Relay_log_name=progress.relay_log_file,
-                    Relay_log_pos=progress.relay_log_pos,
-                    Master_log_name=progress.source_log_file or "",
-                    Master_log_pos=progress.source_log_pos,
-                    Executed_gtid_set=progress.executed_gtids,
-                    Applier_state=live.state,
+        spec, live = self.spec, self.live
+        progress = reader.progress(spec.name)
+        now = time.monotonic()
+        elapsed = max(1e-6, now - live.started)
+        applied = progress.transactions if progress else 0
+        coordinator = {
+            "CHANNEL_NAME": spec.name,
+            "SERVICE_STATE": "ON" if live.state in ("ON", "RECOVERING", "WAITING FOR RELAY LOG") else "OFF",
+            "LAST_PROCESSED_TRANSACTION": live.last_transaction or "",
+        }
+        lag = None
+        if live.last_commit_ts is not None and live.applied_commit_ts is not None:
+            lag = max(0.0, live.last_commit_ts - live.applied_commit_ts)
+        stats: dict[str, object] = {
+            "channel": spec.name,
+            "transactions_applied": applied,
+            "bytes_applied": live.bytes_done,
+            "relay_log_file_read": live.relay_file,
+            "relay_log_pos_read": live.relay_pos,
+            "relay_log_file_applied": progress.relay_log_file if progress else None,
+            "relay_log_pos_applied": progress.relay_log_pos if progress else None,
+            "trx_per_s": round(self._rate(-1, now, applied), 1),
+            "started_at": mysql_timestamp(time.time() - elapsed),
+            "state": live.state,
+            "lag_s": lag,
+            "workers_total": 0,
+            "workers_busy": 0,
+            "queue_fill": 0.0,
+        }
+        stats = {k: v for k, v in stats.items() if v is not None or k == "lag_s"}
+        workers: list[dict[str, object]] = []
+        worker_stats: list[dict[str, object]] = []
+        applier = self.applier
+        if isinstance(applier, ParallelApplier):
+            statuses = applier.worker_status()
+            queued_bytes = 0
+            for w in statuses:
+                workers.append(
+                    {
+                        "CHANNEL_NAME": spec.name,
+                        "WORKER_ID": w.worker,
+                        "SERVICE_STATE": "OFF" if w.state in ("stopped", "error") else "ON",
+                        "LAST_ERROR_MESSAGE": w.error or "",
+                        "LAST_ERROR_NUMBER": 1 if w.error else 0,
+                        "LAST_APPLIED_TRANSACTION": w.last_applied or "",
+                        "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP": mysql_timestamp(w.last_applied_at),
+                        "APPLYING_TRANSACTION": w.applying or "",
+                    }
                 )
+                queued_bytes += w.queued_bytes
+                worker_stats.append(
+                    {
+                        "channel": spec.name,
+                        "worker": w.worker,
+                        "state": w.state,
+                        "applying": w.applying or "",
+                        "queued": w.queued,
+                        "queued_bytes": w.queued_bytes,
+                        "transactions": w.transactions,
+                        "batches": w.batches,
+                        "trx_per_s": round(self._rate(w.worker, now, w.transactions), 1),
+                        "last_applied": w.last_applied or "",
+                        "last_applied_at": w.last_applied_at,
+                        "checkpoint_seqno": self._checkpoint_seqnos.get(w.worker, 0),
+                        "error": w.error or "",
+                    }
+                )
+            stats["workers_total"] = len(statuses)
+            stats["workers_busy"] = sum(1 for w in statuses if w.applying)
+            stats["queue_fill"] = round(min(1.0, queued_bytes / applier.options.pending_jobs_size_max), 4)
+        self.repository.publish_status(coordinator, workers, None, stats, worker_stats)
+        if progress is not None:
+            self.repository.update_relay_log_info(
+                spec.name,
+                Relay_log_name=progress.relay_log_file,
+                Relay_log_pos=progress.relay_log_pos,
+                Master_log_name=progress.source_log_file or "",
+                Master_log_pos=progress.source_log_pos,
+                Executed_gtid_set=progress.executed_gtids,
+                Applier_state=live.state if live.state in ("ON", "OFF", "ERROR") else "ON",
+            )
+
+    def _rate(self, key: int, now: float, count: int) -> float:
+        """Transactions per second since the previous publish, smoothed (key -1: the channel)."""
+        previous = self._rates.get(key)
+        if previous is None:
+            self._rates[key] = (now, count)
+            return 0.0
+        when, before = previous
+        if now - when < 0.05:
+            return self._smoothed.get(key, 0.0)
+        instant = max(0, count - before) / (now - when)
+        rate = 0.5 * instant + 0.5 * self._smoothed.get(key, instant)
+        self._rates[key] = (now, count)
+        self._smoothed[key] = rate
+        return rate
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _bytes_if_any(spec: ChannelSpec) -> int:
+    """Following may start before the relay logs (or their index) exist."""
+    try:
+        return relay_bytes(spec)
+    except RelaydeckError:
+        return 0
+
+
+class Replay:
+    """Runs channels into one slave in parallel (fan-in) until each reaches the end of its relay
+    logs, its UNTIL, or stop (with follow: until stop only), publishing status meanwhile."""
+
+    def __init__(
+        self,
+        slave_path: str | Path,
+        repository_path: str | Path | None,
+        channels: list[ChannelSpec],
+        until: Until | None = None,
+        limits: BatchLimits | None = None,
+        on_tick: Callable[[dict[str, _Live]], None] | None = None,
+        parallel: ParallelOptions | None = None,
+        controls: StartControls | None = None,
+        follow: bool = False,
+        on_commit: CommitCallback | None = None,
+    ) -> None:
+        """parallel: the multi-threaded applier's settings; None is the single applier."""
+        for spec in channels:
+            validate_channel_name(spec.name)
+        names = [c.name.lower() for c in channels]
+        if len(set(names)) != len(names):
+            raise RelaydeckError("a channel is named twice")
+        self.slave = Slave(slave_path)
+        self.repository = Repository(repository_path) if repository_path else None
+        if self.repository is not None:
+            self.repository.set_slave_path(str(Path(slave_path).resolve()))
+        self.channels = channels
+        self.on_tick = on_tick
+        self.stop = threading.Event()
+        self.kill = threading.Event()  # KILL: workers drop what they hold (recovery fills gaps)
+        settings = RunSettings(
+            until, limits, parallel, controls or StartControls(), follow, on_commit=on_commit
+        )
+        self.runs = {
+            c.name: ChannelRun(self.slave, self.repository, c, settings, self.stop, self.kill)
+            for c in channels
+        }
+        self.live = {name: run.live for name, run in self.runs.items()}
+
+    @property
+    def appliers(self) -> dict[str, ParallelApplier]:
+        """The running multi-threaded appliers by channel (for inspection while it runs)."""
+        return {n: r.applier for n, r in self.runs.items() if isinstance(r.applier, ParallelApplier)}
+
+    def run(self) -> list[ChannelOutcome]:
+        runs = list(self.runs.values())
+        for run in runs:
+            run.start()
+        try:
+            while any(r.is_alive() for r in runs):
+                for r in runs:
+                    r.join(STATUS_INTERVAL_S / max(1, len(runs)))
+                self._publish_all()
+                if self.on_tick is not None:
+                    self.on_tick(self.live)
+        except KeyboardInterrupt:
+            self.stop.set()
+            for r in runs:
+                r.join()
+            raise
+        finally:
+            self._publish_all()
+            if self.on_tick is not None:
+                self.on_tick(self.live)
+            if self.repository is not None:
+                self.repository.close()
+            self.slave.close()
+        return [r.outcome for r in runs]
+
+    def _publish_all(self) -> None:
+        for run in self.runs.values():
+            run.publish(self.slave)  # the main thread's own cursor

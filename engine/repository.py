@@ -322,6 +322,50 @@ CHANNEL_STATS = _Table(
         _opt("started_at"),
         _opt("updated_at"),
         _Column("trx_per_s", float, 0.0),
+        _text("state", "OFF"),  # ON, OFF, ERROR, RECOVERING, WAITING FOR RELAY LOG
+        _opt("lag_s", float),  # source time between the last transaction read and the last applied
+        _int("workers_busy"),
+        _int("workers_total"),
+        _Column("queue_fill", float, 0.0),  # queued bytes / replica_pending_jobs_size_max
+    ),
+)
+
+# relaydeck's per-worker view of a running multi-threaded applier (performance_schema has no
+# queue, rate or scheduler-state columns).
+WORKER_STATS = _Table(
+    "relaydeck_worker_stats",
+    ("channel", "worker"),
+    (
+        _key("channel"),
+        _int("worker"),
+        _text("state", "idle"),
+        _text("applying"),
+        _int("queued"),
+        _int("queued_bytes"),
+        _int("transactions"),
+        _int("batches"),
+        _Column("trx_per_s", float, 0.0),
+        _text("last_applied"),
+        _opt("last_applied_at"),
+        _int("checkpoint_seqno"),
+        _text("error"),
+    ),
+)
+
+# The applier options a channel sets for itself (CHANGE REPLICATION SOURCE TO REPLICA_PARALLEL_...
+# FOR CHANNEL); NULL means "the global variable". MySQL has one server-wide set; per channel is
+# what WL#1697 leaves for "the future", and fan-in of unlike sources wants it.
+CHANNEL_OPTIONS = _Table(
+    "relaydeck_channel_options",
+    ("channel",),
+    (
+        _key("channel"),
+        _opt("replica_parallel_workers", int),
+        _opt("replica_parallel_type"),
+        _opt("replica_preserve_commit_order", int),
+        _opt("replica_pending_jobs_size_max", int),
+        _opt("replica_checkpoint_group", int),
+        _opt("replica_checkpoint_period", int),
     ),
 )
 
@@ -333,9 +377,22 @@ TABLES = (
     WORKER_STATUS,
     CONNECTION_STATUS,
     CHANNEL_STATS,
+    CHANNEL_OPTIONS,
+    WORKER_STATS,
 )
 
-_STATS_TIMES = frozenset({"started_at", "updated_at"})
+# Not channel-keyed: SET GLOBAL's applier variables, and the `relaydeck serve` process (if any)
+# that runs the channels of this repository, so `relaydeck sql` and the console can reach it.
+GLOBAL_VARIABLES_SQL = (
+    "CREATE TABLE IF NOT EXISTS relaydeck_global_variables (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+)
+SERVER_SQL = (
+    "CREATE TABLE IF NOT EXISTS relaydeck_server (id INTEGER PRIMARY KEY CHECK (id = 1), "
+    "pid INTEGER NOT NULL, socket TEXT NOT NULL, slave TEXT NOT NULL, started_at TEXT NOT NULL)"
+)
+SLAVE_SQL = "CREATE TABLE IF NOT EXISTS relaydeck_slave (id INTEGER PRIMARY KEY CHECK (id = 1), path TEXT)"
+
+_STATS_TIMES = frozenset({"started_at", "updated_at", "last_applied_at"})
 _COLUMNS_BY_LOWER = {t.name: {c.name.lower(): c.name for c in t.columns} for t in TABLES}
 
 
@@ -428,6 +485,8 @@ class ChannelStatus:
     service_state: str  # ON / OFF: the coordinator's SERVICE_STATE
     applier_state: str  # ON / OFF / ERROR: relay_log_info.Applier_state
     source_uuid: str  # Source_UUID
+    source_host: str  # Source_Host: recorded by CHANGE REPLICATION SOURCE TO (display only)
+    source_port: int  # Source_Port
     source_log_file: str  # Source_Log_File
     read_source_log_pos: int  # Read_Source_Log_Pos
     relay_log_file: str  # Relay_Log_File
@@ -472,12 +531,15 @@ class ChannelStatus:
         """The fields under SHOW REPLICA STATUS's own labels, in its order."""
         error_at = _epoch(self.last_error_timestamp)
         return {
+            "Source_Host": self.source_host,
+            "Source_Port": self.source_port,
             "Source_UUID": self.source_uuid,
             "Source_Log_File": self.source_log_file,
             "Read_Source_Log_Pos": self.read_source_log_pos,
             "Relay_Log_File": self.relay_log_file,
             "Relay_Log_Pos": self.relay_log_pos,
             "Relay_Source_Log_File": self.relay_source_log_file,
+            "Replica_IO_Running": "No",  # relaydeck has no receiver thread: the relay logs come as files
             "Replica_SQL_Running": self.replica_sql_running,
             "Last_SQL_Errno": self.last_error_number,
             "Last_SQL_Error": self.last_error_message,
@@ -523,11 +585,15 @@ def _channel_status(
         if t is not None
     ]
     lag = None if head is None or not done else max(0.0, head - max(done))
+    if stats.get("lag_s") is not None:
+        lag = stats["lag_s"]  # the applier's own measure, for the single applier too
     return ChannelStatus(
         channel_name=mi["Channel_name"],
         service_state=coordinator.get("SERVICE_STATE") or "OFF",
         applier_state=rli.get("Applier_state") or "OFF",
         source_uuid=connection.get("SOURCE_UUID") or mi.get("Uuid") or "",
+        source_host=mi.get("Host") or "",
+        source_port=mi.get("Port") or 0,
         source_log_file=mi["Master_log_name"],
         read_source_log_pos=mi["Master_log_pos"],
         relay_log_file=rli.get("Relay_log_name", ""),
@@ -644,7 +710,17 @@ class Repository:
                 raise RepositoryError(f"{self.path}: cannot read the replication repository: {exc}") from exc
 
     def _create_missing_tables(self) -> None:
-        if all(self._db[t.name].exists() for t in TABLES):
+        extra = ("relaydeck_global_variables", "relaydeck_server", "relaydeck_slave")
+
+        def complete() -> bool:
+            for table in TABLES:
+                if not self._db[table.name].exists():
+                    return False
+                if {c.name for c in table.columns} - set(self._db[table.name].columns_dict):
+                    return False
+            return all(self._db[t].exists() for t in extra)
+
+        if complete():
             return
         with self._write("create the repository tables"):
             # Checked again under the write lock: another process may have just created them
@@ -652,6 +728,19 @@ class Repository:
             for table in TABLES:
                 if table.name not in existing:
                     self._db.execute(_create_table_sql(self._db, table))
+                    continue
+                # A file from an earlier relaydeck: add the columns it lacks
+                have = set(self._db[table.name].columns_dict)
+                for column in table.columns:
+                    if column.name not in have:
+                        default = column.default
+                        literal = "NULL" if default is None else repr(default)
+                        kind = {int: "INTEGER", float: "FLOAT", bytes: "BLOB"}.get(column.kind, "TEXT")
+                        self._db.execute(
+                            f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind} DEFAULT {literal}'
+                        )
+            for sql in (GLOBAL_VARIABLES_SQL, SERVER_SQL, SLAVE_SQL):
+                self._db.execute(sql)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return list(self._db.query(sql, list(params)))
@@ -789,6 +878,111 @@ class Repository:
                 self._upsert(RELAY_LOG_INFO, channel, rli)
             self._replace_rows(WORKER_INFO, channel, rows)
 
+    def channel_stats(self, name: str) -> dict[str, Any]:
+        """relaydeck's counters row of the channel ({} before its first run)."""
+        return self._row(CHANNEL_STATS, name) or {}
+
+    def worker_stats(self, name: str) -> list[dict[str, Any]]:
+        """relaydeck's per-worker rows of the channel (while or after a multi-threaded run)."""
+        name = _check_name(name)
+        with self._snapshot():
+            return self._query(
+                "SELECT * FROM relaydeck_worker_stats WHERE channel = ? ORDER BY worker", [name]
+            )
+
+    def find_channel(self, name: str) -> str | None:
+        """The channel's name as stored (any letter case matches), or None if there is none."""
+        name = _check_name(name)
+        with self._snapshot():
+            return self._canonical(name)
+
+    def channel_options(self, name: str) -> dict[str, Any]:
+        """The applier options the channel sets for itself (those it leaves to the globals are absent)."""
+        row = self._row(CHANNEL_OPTIONS, name) or {}
+        return {k: v for k, v in row.items() if k != CHANNEL_OPTIONS.key and v is not None}
+
+    def set_channel_options(self, name: str, **options: Any) -> None:
+        """Set per-channel applier options; None gives the option back to the global variable."""
+        self._update(CHANNEL_OPTIONS, name, options)
+
+    def reset_channel(self, name: str) -> None:
+        """RESET REPLICA: forget where the channel is (positions, workers, errors, status), keep its
+        configuration (master_info, the relay-log location, its options)."""
+        name = _check_name(name)
+        with self._write(f"reset channel {name!r}"):
+            channel = self._canonical(name)
+            if channel is None:
+                raise UnknownChannel(f"there is no channel {name!r}")
+            for table in (WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS):
+                self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
+            self._upsert(
+                RELAY_LOG_INFO,
+                channel,
+                {
+                    "Relay_log_name": "",
+                    "Relay_log_pos": 4,
+                    "Master_log_name": "",
+                    "Master_log_pos": 0,
+                    "Applier_state": "OFF",
+                },
+            )
+
+    # -- variables and the serving process ------------------------------------------------------
+
+    def global_variables(self) -> dict[str, str]:
+        """SET GLOBAL's applier variables as set (text); unset ones have their defaults elsewhere."""
+        with self._snapshot():
+            return {
+                r["name"]: r["value"]
+                for r in self._query("SELECT name, value FROM relaydeck_global_variables")
+            }
+
+    def set_global_variables(self, values: Mapping[str, str | None]) -> None:
+        """Set (or, with None, return to the default) global variables, all in one transaction."""
+        with self._write("set global variables"):
+            for name, value in values.items():
+                if value is None:
+                    self._db.execute("DELETE FROM relaydeck_global_variables WHERE name = ?", [name])
+                else:
+                    self._db.execute(
+                        "INSERT INTO relaydeck_global_variables (name, value) VALUES (?, ?) "
+                        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                        [name, str(value)],
+                    )
+
+    def slave_path(self) -> str | None:
+        """The DuckDB slave this repository's channels apply to, once one has been used with it."""
+        with self._snapshot():
+            rows = self._query("SELECT path FROM relaydeck_slave")
+        return rows[0]["path"] if rows else None
+
+    def set_slave_path(self, path: str) -> None:
+        with self._write("record the slave"):
+            self._db.execute(
+                "INSERT INTO relaydeck_slave (id, path) VALUES (1, ?) "
+                "ON CONFLICT (id) DO UPDATE SET path = excluded.path",
+                [path],
+            )
+
+    def server(self) -> dict[str, Any] | None:
+        """The `relaydeck serve` process registered on this repository (it may have died since)."""
+        with self._snapshot():
+            rows = self._query("SELECT pid, socket, slave, started_at FROM relaydeck_server")
+        return rows[0] if rows else None
+
+    def register_server(self, pid: int, socket: str, slave: str) -> None:
+        with self._write("register the server"):
+            self._db.execute(
+                "INSERT INTO relaydeck_server (id, pid, socket, slave, started_at) VALUES (1, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, socket = excluded.socket, "
+                "slave = excluded.slave, started_at = excluded.started_at",
+                [pid, socket, slave, mysql_timestamp(datetime.now(UTC))],
+            )
+
+    def unregister_server(self, pid: int) -> None:
+        with self._write("unregister the server"):
+            self._db.execute("DELETE FROM relaydeck_server WHERE pid = ?", [pid])
+
     # -- live status ----------------------------------------------------------------------------
 
     def publish_status(
@@ -797,6 +991,7 @@ class Repository:
         workers: Sequence[Mapping[str, Any]],
         connection: Mapping[str, Any] | None = None,
         stats: Mapping[str, Any] | None = None,
+        worker_stats: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Write a channel's live status in one transaction.
 
@@ -822,6 +1017,8 @@ class Repository:
                 self._upsert(CONNECTION_STATUS, channel, connection_row)
             if stats_row is not None:
                 self._upsert(CHANNEL_STATS, channel, stats_row)
+            if worker_stats is not None:
+                self._replace_rows(WORKER_STATS, channel, [_normalize(WORKER_STATS, w) for w in worker_stats])
 
     def record_error(self, name: str, errno: int, message: str, when: datetime | float | None = None) -> None:
         """Record the error that stopped the channel's applier (Last_SQL_Errno / Last_SQL_Error)."""

@@ -25,10 +25,14 @@ def expected_tables() -> dict[tuple[str, str], Path]:
     return {(p.parent.name, p.stem): p for p in sorted(EXPECTED.glob("*/*.csv"))}
 
 
-def assert_tables_equal(slave_path: Path, expected: dict[tuple[str, str], Path]) -> None:
+def assert_tables_equal(
+    slave_path: Path, expected: dict[tuple[str, str], Path], schemas: set[str] | None = None
+) -> None:
+    """The slave's tables (of `schemas` only, if given) are exactly the expected CSVs."""
     slave = Slave(slave_path)
     try:
-        assert sorted(slave.user_tables()) == sorted(expected)
+        tables = [t for t in slave.user_tables() if schemas is None or t[0] in schemas]
+        assert sorted(tables) == sorted(expected)
         for key, path in expected.items():
             table = slave.catalog.get(key)
             assert table is not None, f"{key} missing from the catalog"

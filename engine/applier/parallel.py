@@ -25,14 +25,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import duckdb
 
 from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..gtids import ExecutedGtids
+from ..relaylog.follow import CaughtUp
 from ..relaylog.index import RelayLogSet
 from ..scheduling.clock import LogicalClock
 from ..scheduling.gaq import GroupAssignmentQueue, WorkerCheckpoint
@@ -40,15 +42,18 @@ from ..scheduling.partition import DatabasePartitions
 from ..scheduling.rowkeys import Decoded, transaction_writeset
 from ..scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
 from ..slave.database import ChannelProgress, CommitRecord, Slave
+from ..slave.schema import Catalog
 from ..transactions import Transaction
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 from .single import (
     _APPLY_ERRORS,
     ER_UNKNOWN_ERROR,
+    AnyEvent,
     ApplyStats,
     BatchLimits,
     ChannelError,
+    CommitCallback,
     ProgressCallback,
     Until,
     _read_chunks,
@@ -58,6 +63,20 @@ from .single import (
 )
 
 PARALLEL_TYPES = ("database", "logical_clock", "writeset")
+POOLS = ("threads", "spark")
+# With the Spark pool the coordinator hands row decoding and writesets to Spark this many
+# transactions at a time: a Spark job costs tenths of a second however small it is.
+SPARK_BATCH = 4000
+
+
+class RowPreparer(Protocol):
+    """Decodes row images and computes writesets for many transactions at once (the Spark pool)."""
+
+    def prepare(
+        self, transactions: list[Transaction], catalog: Catalog
+    ) -> list[tuple[list[int] | None, Decoded]]: ...
+
+
 ER_MTA_INCONSISTENT_DATA = 1756
 # Transactions queued per worker (MySQL's mts_slave_worker_queue_len_max is 16384). Shorter here:
 # a queued transaction's Python objects weigh many times its relay-log bytes, and reading further
@@ -85,6 +104,8 @@ class ParallelOptions:
     checkpoint_period_ms: int = 300  # replica_checkpoint_period
     history_size: int = DEFAULT_HISTORY_SIZE  # binlog_transaction_dependency_history_size
     stop_timeout_s: float = 60.0  # STOP waits this long for assigned transactions
+    pool: str = "threads"  # "spark": row decoding and writesets run in Spark tasks (engine/spark)
+    spark_master: str | None = None  # a cluster URL; None: local mode with `workers` cores
 
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 1024:
@@ -93,6 +114,8 @@ class ParallelOptions:
             raise ValueError(f"replica_parallel_type is one of {', '.join(PARALLEL_TYPES)}")
         if self.checkpoint_group < 1 or self.checkpoint_period_ms < 1:
             raise ValueError("checkpoint group and period must be positive")
+        if self.pool not in POOLS:
+            raise ValueError(f"the worker pool is one of {', '.join(POOLS)}")
 
 
 @dataclass(slots=True)
@@ -136,6 +159,7 @@ class WorkerStatus:
     batches: int = 0
     conflict_retries: int = 0
     queued: int = 0
+    queued_bytes: int = 0
     error: str | None = None
 
 
@@ -185,8 +209,15 @@ class ParallelApplier:
         kill: threading.Event | None = None,
         on_checkpoint: Callable[[Checkpoint], None] | None = None,
         controls: StartControls | None = None,
+        follow: bool = False,
+        on_commit: CommitCallback | None = None,
+        preparer: RowPreparer | None = None,
     ) -> None:
+        """follow: keep applying as the relay logs grow, until STOP or KILL. preparer: where row
+        images are decoded and writesets computed (the Spark pool); None: here, one at a time."""
         self.slave = slave
+        self.follow = follow
+        self.on_commit = on_commit
         self.controls = controls or StartControls()
         self.channel = channel
         self.logs = logs
@@ -209,6 +240,9 @@ class ParallelApplier:
         self._pending_bytes = 0
         self._reading_done = False
         self._coordinator_waiting = False
+        self._caught_up = False  # following: all that has arrived is queued, nothing more is coming yet
+        self.preparer = preparer
+        self._prepared: dict[int, tuple[list[int] | None, Decoded]] = {}  # id(txn) -> from the preparer
         self._failure: tuple[int, Job, ChannelError] | None = None
         self._aborting = False  # KILL, or STOP past its timeout: workers drop what they hold
         self._clock = LogicalClock()
@@ -253,7 +287,17 @@ class ParallelApplier:
         return self.stats
 
     def _coordinate(self) -> ChannelError | None:
-        reader = _read_chunks(self.logs, self.progress.relay_log_file, self.progress.relay_log_pos)
+        if self.until is not None and self.until.satisfied_at_start(self._scheduled):
+            self.stats.stopped_by = "UNTIL condition"
+            return None
+        reader = _read_chunks(
+            self.logs,
+            self.progress.relay_log_file,
+            self.progress.relay_log_pos,
+            AnyEvent(self.stop, self.kill) if self.follow else None,
+        )
+        if self.preparer is not None:
+            reader = self._prepared_ahead(reader)
         try:
             for chunk in reader:
                 for item in chunk:
@@ -262,6 +306,9 @@ class ParallelApplier:
                             self.stats.skipped += 1
                             self._clock.skipped(item, self._gaq.next_ordinal - 1)
                             continue
+                        if self.until is not None and self.until.stops_before(item):
+                            self.stats.stopped_by = "UNTIL condition"
+                            return None
                         skip = self.controls.take_skip(item)
                         if skip:
                             self.stats.skipped_by_counter += 1
@@ -277,16 +324,72 @@ class ParallelApplier:
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._drain()
                         return incident_error(self.channel, item)
+                    elif isinstance(item, CaughtUp):
+                        with self._lock:
+                            self._caught_up = True  # workers stop gathering and commit what they hold
+                            self._lock.notify_all()
+                        # The reader is about to wait for the relay log to grow: the position must
+                        # not wait with it, so what was assigned is committed and checkpointed now.
+                        self._drain()
+                        self._checkpoint()
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     self._maybe_checkpoint()
                 if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
-                    if self.stop.is_set():
-                        self.stats.stopped_by = "STOP"
                     break
+            if self.stop.is_set() or self.kill.is_set():  # also when following ended the reading
+                self.stats.stopped_by = "KILL" if self.kill.is_set() else "STOP"
         finally:
             reader.close()
         return None
+
+    def _prepared_ahead(self, reader: Iterator[list[object]]) -> Iterator[list[object]]:
+        """Chunks of the relay log, with the preparer's results for their transactions computed in
+        batches of SPARK_BATCH first. A batch ends before a transaction that changes definitions
+        (what follows it is prepared against the catalog after it) and when the reader catches up."""
+        held: list[list[object]] = []
+        pending: list[Transaction] = []
+
+        def release() -> Iterator[list[object]]:
+            if pending:
+                assert self.preparer is not None
+                results = self.preparer.prepare(pending, self.slave.catalog)
+                for txn, result in zip(pending, results, strict=True):
+                    self._prepared[id(txn)] = result
+                pending.clear()
+            yield from held
+            held.clear()
+
+        def hold(items: list[object]) -> None:
+            held.append(items)
+            pending.extend(t for t in items if isinstance(t, Transaction))
+
+        for chunk in reader:
+            rest = chunk
+            while rest:
+                cut = next(
+                    (
+                        i
+                        for i, item in enumerate(rest)
+                        if isinstance(item, Transaction) and is_structural(item)
+                    ),
+                    None,
+                )
+                if cut is None:
+                    hold(rest)
+                    break
+                hold(rest[:cut])
+                yield from release()
+                # Scheduled alone and committed before what follows it is prepared.
+                yield [rest[cut]]
+                rest = rest[cut + 1 :]
+            if (
+                len(pending) >= SPARK_BATCH
+                or any(isinstance(i, CaughtUp) for i in chunk)
+                or self.stop.is_set()
+            ):
+                yield from release()
+        yield from release()
 
     def _schedule(self, txn: Transaction, skip: bool = False) -> None:
         # Definitions change, or bigger than replica_pending_jobs_size_max: nothing else runs with it.
@@ -296,10 +399,16 @@ class ParallelApplier:
         kind = self.options.parallel_type
         with self._lock:
             ordinal = self._gaq.next_ordinal
+        prepared = self._prepared.pop(id(txn), None)
+        if prepared is not None and not alone:
+            decoded = prepared[1]
         if kind == "writeset":
             hashes = None
             if not alone:
-                hashes, decoded = transaction_writeset(txn, self.slave.catalog)
+                if prepared is not None:
+                    hashes = prepared[0]
+                else:
+                    hashes, decoded = transaction_writeset(txn, self.slave.catalog)
             after = self._history.dependency(ordinal, hashes, commit_parent=ordinal - 1)
         elif kind == "logical_clock":
             after = self._clock.dependency(txn, ordinal)
@@ -377,6 +486,7 @@ class ParallelApplier:
             self._wait(lambda: self._pending_bytes + size <= limit, "total_size")
         self._wait(lambda: len(worker.queue) < WORKER_QUEUE_LENGTH, "queue_full")
         with self._lock:
+            self._caught_up = False
             job.worker = worker_index
             self._gaq.enqueue(worker_index, job)
             worker.queue.append(job)
@@ -656,7 +766,7 @@ class ParallelApplier:
         """Whether waiting could make the batch at the head of the queue larger: the coordinator's
         newest transaction went to this queue (more may follow) and, with commit order preserved,
         the queue holds consecutive ordinals."""
-        if self._coordinator_waiting or queue[-1].ordinal != self._gaq.next_ordinal - 1:
+        if self._coordinator_waiting or self._caught_up or queue[-1].ordinal != self._gaq.next_ordinal - 1:
             return False
         return (
             not self.options.preserve_commit_order or queue[-1].ordinal - queue[0].ordinal == len(queue) - 1
@@ -725,6 +835,8 @@ class ParallelApplier:
             if self._aborting:
                 raise _Abort
         session.commit()
+        if self.on_commit is not None:
+            self.on_commit([job.txn for job in batch])
         last = batch[-1].txn
         with self._lock:
             passed = self._gaq.commit(job.ordinal for job in batch)
@@ -784,7 +896,9 @@ class ParallelApplier:
 
     def worker_status(self) -> list[WorkerStatus]:
         with self._lock:
-            return [replace(w.status) for w in self._workers]
+            return [
+                replace(w.status, queued=len(w.queue), queued_bytes=w.queued_bytes) for w in self._workers
+            ]
 
     @property
     def lwm(self) -> int:

@@ -102,6 +102,21 @@ class RecoveryPicture:
             "plan": list(self.plan),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RecoveryPicture:
+        """The inverse of to_json() (a picture sent over the control socket)."""
+        return cls(
+            data["channel"],
+            data["lwm"],
+            data["lwm_relay_position"],
+            data["lwm_source_position"],
+            data["committed_after_lwm"],
+            tuple(GroupAfterLwm(**g) for g in data["groups"]),
+            tuple(WorkerCheckpointRow(**w) for w in data["workers"]),
+            data["problem"],
+            tuple(data["plan"]),
+        )
+
 
 class RecoveryError(RelaydeckError):
     pass
@@ -297,7 +312,6 @@ def inspect_recovery(
 ) -> list[RecoveryPicture]:
     """The recovery picture of every channel (or one), read without changing the slave or the
     repository: what the next start would apply before resuming."""
-    from ..relaylog.index import read_index
     from ..repository import Repository
 
     if not Path(slave_path).exists():
@@ -307,27 +321,34 @@ def inspect_recovery(
     slave = Slave(slave_path, read_only=True)
     try:
         with Repository(repository_path) as repository:
-            names = {p.channel.lower(): p.channel for p in slave.all_progress()}
-            names.update({n.lower(): n for n in repository.channels()})
-            if channel is not None:
-                if channel.lower() not in names:
-                    raise RecoveryError(f"channel '{channel}' does not exist")
-                names = {channel.lower(): names[channel.lower()]}
-            pictures = []
-            for name in sorted(names.values()):
-                info = repository.relay_log_info(name) or {}
-                index = info.get("Relay_log_index")
-                logs = None
-                problem = None
-                if index:
-                    try:
-                        logs = read_index(Path(index))
-                    except RelaydeckError as exc:
-                        problem = exc.one_line()
-                picture = recovery_picture(slave, name, logs, repository.worker_infos(name))
-                if problem is not None and picture.problem is not None:
-                    picture = replace(picture, problem=problem)
-                pictures.append(picture)
-            return pictures
+            return recovery_pictures(slave, repository, channel)
     finally:
         slave.close()
+
+
+def recovery_pictures(slave: Slave, repository, channel: str | None = None) -> list[RecoveryPicture]:  # type: ignore[no-untyped-def]
+    """inspect_recovery() over an open slave and repository (a running server's own)."""
+    from ..relaylog.index import read_index
+
+    names = {p.channel.lower(): p.channel for p in slave.all_progress()}
+    names.update({n.lower(): n for n in repository.channels()})
+    if channel is not None:
+        if channel.lower() not in names:
+            raise RecoveryError(f"channel '{channel}' does not exist")
+        names = {channel.lower(): names[channel.lower()]}
+    pictures = []
+    for name in sorted(names.values()):
+        info = repository.relay_log_info(name) or {}
+        index = info.get("Relay_log_index")
+        logs = None
+        problem = None
+        if index:
+            try:
+                logs = read_index(Path(index))
+            except RelaydeckError as exc:
+                problem = exc.one_line()
+        picture = recovery_picture(slave, name, logs, repository.worker_infos(name))
+        if problem is not None and picture.problem is not None:
+            picture = replace(picture, problem=problem)
+        pictures.append(picture)
+    return pictures

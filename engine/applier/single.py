@@ -9,6 +9,7 @@ error names exactly that transaction.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,8 +19,9 @@ import duckdb
 
 from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
-from ..errors import RelaydeckError
+from ..errors import BinlogError, RelaydeckError
 from ..gtids import ExecutedGtids, GtidSet
+from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
@@ -65,52 +67,132 @@ class BatchLimits:
 
 @dataclass(frozen=True, slots=True)
 class Until:
-    """START REPLICA UNTIL: SQL_AFTER_GTIDS, or a relay/source log position."""
+    """START REPLICA UNTIL: SQL_BEFORE_GTIDS, SQL_AFTER_GTIDS, or a relay/source log position.
+
+    log_kind says which log log_file names: "relay", "source", or "either" (the command line's
+    --until-pos, which matches a name of either kind).
+    """
 
     after_gtids: str | None = None
     log_file: str | None = None
     log_pos: int | None = None
+    before_gtids: str | None = None
+    log_kind: str = "either"
 
     def reached_after(self, txn: Transaction, executed: ExecutedGtids) -> bool:
         if self.after_gtids is not None:
-            wanted = ExecutedGtids.parse(self.after_gtids)
-            return all(executed.contains(g) for g in _gtid_items(wanted))
+            return _covers(executed, _parsed_set(self.after_gtids))
         if self.log_file is not None and self.log_pos is not None:
-            if txn.end.log_name == self.log_file:
+            if self.log_kind != "source" and txn.end.log_name == self.log_file:
                 return txn.end.pos >= self.log_pos
-            if txn.source_log_file == self.log_file:
+            if self.log_kind != "relay" and txn.source_log_file == self.log_file:
                 return txn.source_end_pos >= self.log_pos
         return False
 
+    def stops_before(self, txn: Transaction) -> bool:
+        """SQL_BEFORE_GTIDS: the transaction is one of the set, so the channel stops before it."""
+        if self.before_gtids is None or not txn.gtid:
+            return False
+        return _in_set(txn.gtid, self.before_gtids)
 
-def _read_chunks(logs: RelayLogSet, start_file: str | None, start_pos: int) -> Iterator[list[object]]:
+    def satisfied_at_start(self, executed: ExecutedGtids) -> bool:
+        """SQL_BEFORE_GTIDS naming a transaction already applied: too late to stop before it (MySQL
+        stops at once); SQL_AFTER_GTIDS all applied: nothing left to wait for."""
+        if self.before_gtids is not None:
+            return _overlaps(_parsed_set(self.before_gtids), executed)
+        if self.after_gtids is not None:
+            return _covers(executed, _parsed_set(self.after_gtids))
+        return False
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_set(text: str) -> ExecutedGtids:
+    """UNTIL's set, parsed once (it is checked for every transaction; callers do not change it)."""
+    return ExecutedGtids.parse(text)
+
+
+def _in_set(gtid: str, set_text: str) -> bool:
+    wanted = _parsed_set(set_text)
+    if ":" in gtid:
+        return wanted.contains(gtid)
+    # A MariaDB position names one GTID per domain, not everything up to it
+    return gtid in {str(g) for g in wanted.maria.values()}
+
+
+def _overlaps(wanted: ExecutedGtids, executed: ExecutedGtids) -> bool:
+    if any(executed.contains(str(g)) for g in wanted.maria.values()):
+        return True
+    done = executed.mysql.intervals()
+    for sid, ranges in wanted.mysql.intervals().items():
+        for lo, hi in ranges:
+            if any(a <= hi and lo <= b for a, b in done.get(sid, ())):
+                return True
+    return False
+
+
+def _covers(executed: ExecutedGtids, wanted: ExecutedGtids) -> bool:
+    if not all(executed.contains(str(g)) for g in wanted.maria.values()):
+        return False
+    done = executed.mysql.intervals()  # merged: a covered interval lies inside one of them
+    return all(
+        any(a <= lo and hi <= b for a, b in done.get(sid, ()))
+        for sid, ranges in wanted.mysql.intervals().items()
+        for lo, hi in ranges
+    )
+
+
+class AnyEvent:
+    """Set when any of its events is: following waits on STOP and KILL at once."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        self.events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+def _read_chunks(
+    logs: RelayLogSet, start_file: str | None, start_pos: int, follow: AnyEvent | None = None
+) -> Iterator[list[object]]:
     """The relay log grouped into transactions and coordinator events, a few hundred at a time.
 
     Reading stays in the applier's thread: a reader thread was measured slower (the GIL makes the
     two threads take turns rather than overlap), so the single applier is one thread, like MySQL's.
     An unfinished group at the end waits for the rest of its events and is not handed on.
+
+    follow: keep reading as the relay logs grow, until the event is set. A chunk then ends with
+    CAUGHT_UP whenever everything that has arrived was read, so the applier commits what it holds
+    instead of waiting for a batch to fill.
     """
-    events = stream_events(logs, start_file=start_file, start_pos=start_pos)
+    if follow is not None:
+        assert logs.index_file is not None, "following needs the relay-log index"
+        events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow)
+    else:
+        events = stream_events(logs, start_file=start_file, start_pos=start_pos)
     assembler = TransactionAssembler()
     chunk: list[object] = []
     try:
-        for logged in events:
-            chunk.extend(assembler.feed(logged))
-            if len(chunk) >= 256:
+        try:
+            for logged in events:
+                if isinstance(logged, CaughtUp):
+                    chunk.append(CAUGHT_UP)
+                    yield chunk
+                    chunk = []
+                    continue
+                chunk.extend(assembler.feed(logged))
+                if len(chunk) >= 256:
+                    yield chunk
+                    chunk = []
+        except BinlogError:
+            # Bad input: the whole transactions before it are handed on (and applied) first, so
+            # the channel stops right before the bad event, as MySQL's applier does.
+            if chunk:
                 yield chunk
-                chunk = []
+            raise
         if chunk:
             yield chunk
     finally:
-        events.close()
-
-
-def _gtid_items(executed: ExecutedGtids) -> list[str]:
-    items = [str(g) for g in executed.maria.values()]
-    for sid, ranges in executed.mysql.intervals().items():
-        for _lo, hi in ranges:
-            items.append(f"{sid}:{hi}")
-    return items
+        events.close()  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)
@@ -126,6 +208,7 @@ class ApplyStats:
 
 
 ProgressCallback = Callable[[ApplyStats, LoggedEvent | Transaction | None], None]
+CommitCallback = Callable[[list[Transaction]], None]  # after each DuckDB commit, with what it held
 
 
 class ChannelApplier:
@@ -141,8 +224,13 @@ class ChannelApplier:
         on_progress: ProgressCallback | None = None,
         stop: threading.Event | None = None,
         controls: StartControls | None = None,
+        follow: bool = False,
+        on_commit: CommitCallback | None = None,
     ) -> None:
+        """follow: keep applying as the relay logs grow, until stop (`relaydeck replay --follow`)."""
         self.slave = slave
+        self.follow = follow
+        self.on_commit = on_commit
         self.controls = controls or StartControls()
         self._skip: set[int] = set()  # id() of transactions the skip counter took
         self.channel = channel
@@ -169,7 +257,12 @@ class ChannelApplier:
                 None,
                 f"{start_file}:{self.progress.relay_log_pos}",
             )
-        reader = _read_chunks(self.logs, start_file, self.progress.relay_log_pos)
+        if self.until is not None and self.until.satisfied_at_start(self.executed):
+            self.stats.stopped_by = "UNTIL condition"
+            return self.stats
+        reader = _read_chunks(
+            self.logs, start_file, self.progress.relay_log_pos, AnyEvent(self.stop) if self.follow else None
+        )
         batch: list[Transaction] = []
         batch_rows = 0
         batch_started = time.monotonic()
@@ -181,6 +274,10 @@ class ChannelApplier:
                             if self._scheduled.contains(item.gtid):
                                 self.stats.skipped += 1  # applied before (a restarted relay log)
                                 continue
+                            if self.until is not None and self.until.stops_before(item):
+                                self._commit(batch)
+                                self.stats.stopped_by = "UNTIL condition"
+                                return self.stats
                             self._scheduled.add(item.gtid)
                         if self.controls.take_skip(item):
                             self._skip.add(id(item))
@@ -207,6 +304,9 @@ class ChannelApplier:
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._commit(batch)
                         raise incident_error(self.channel, item)
+                    elif isinstance(item, CaughtUp):
+                        self._commit(batch)  # nothing more has arrived: show what there is
+                        batch, batch_rows, batch_started = [], 0, time.monotonic()
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     if batch and (
@@ -220,6 +320,11 @@ class ChannelApplier:
                     self.stats.stopped_by = "STOP"
                     break
             self._commit(batch)
+            if self.stop.is_set():
+                self.stats.stopped_by = "STOP"
+        except BinlogError:
+            self._commit(batch)  # what was read whole before the bad event
+            raise
         finally:
             reader.close()
         return self.stats
@@ -278,6 +383,8 @@ class ChannelApplier:
         progress = progress_after(self.progress, batch[-1], str(executed), seqno)
         self.slave.record(progress, commits)
         self.slave.commit()
+        if self.on_commit is not None:
+            self.on_commit(batch)
         self.progress, self.executed = progress, executed
         self.stats.transactions += len(batch)
         self.stats.commits += 1

@@ -82,6 +82,11 @@ class ReaderState:
     source_log_file: str | None = None
     context: DecodeContext = field(default_factory=DecodeContext)
     ignored_events: int = 0
+    # How far the last read got, so that reading a file again once it has grown can go on from
+    # there (events(resume=True)) instead of walking its headers from position 4 each time.
+    read_file: str | None = None  # path of the file last read
+    read_pos: int = 4  # an event boundary in it: every event before it is reflected in this state
+    read_file_server_id: int | None = None  # that file's writer (server id of its FORMAT_DESCRIPTION at 4)
 
 
 # Plain ints: IntFlag arithmetic costs microseconds per event on the hot path.
@@ -133,32 +138,50 @@ class BinlogFile:
         start: int = 4,
         stop: int | None = None,
         partial_tail_ok: bool = False,
+        resume: bool = False,
     ) -> Iterator[LoggedEvent]:
         """Decoded events from `start` (an event boundary) to `stop` or the end of the file.
 
         With partial_tail_ok an incomplete event at the end stops the iteration quietly (a live
         log still being written); otherwise it is an error.
+
+        The events before `start` are walked over (headers only) for the format and the source
+        file name. With resume, if `state` last read this same file and got no further than
+        `start`, the walk goes on from where that read stopped instead of from position 4.
         """
         state = state if state is not None else ReaderState()
         end = self.size if stop is None else min(stop, self.size)
         # Locals: this loop runs once per event of every relay log.
         view = memoryview(self._data)
         try:
-            yield from self._events(state, view, start, end, partial_tail_ok)
+            yield from self._events(state, view, start, end, partial_tail_ok, resume)
         finally:
             view.release()
 
     def _events(
-        self, state: ReaderState, view: memoryview, start: int, end: int, partial_tail_ok: bool
+        self,
+        state: ReaderState,
+        view: memoryview,
+        start: int,
+        end: int,
+        partial_tail_ok: bool,
+        resume: bool,
     ) -> Iterator[LoggedEvent]:
-        data, name = self._data, self.name
-        pos = 4
-        own_server_id: int | None = None  # the writer of this file (its first FORMAT_DESCRIPTION)
+        data, name, path = self._data, self.name, str(self.path)
+        own_server_id: int | None  # the writer of this file (its first FORMAT_DESCRIPTION)
+        if resume and state.read_file == path and state.read_pos <= start:
+            pos, own_server_id = state.read_pos, state.read_file_server_id
+        else:
+            pos, own_server_id = 4, None
+            state.read_file, state.read_file_server_id = path, None
         # Locals: this loop runs once per event of every relay log.
         crc32, unpack_header, unpack_u32 = zlib.crc32, HEADER.unpack_from, p.U32.unpack_from
         decoders = DECODERS
         context = state.context
         while pos < end:
+            # Kept at every boundary (not only at the end) so that it also holds when the caller
+            # closes the iterator or an error stops it: re-reading the event at `pos` is harmless.
+            state.read_pos = pos
             if end - pos < COMMON_HEADER_LEN:
                 if partial_tail_ok:
                     return
@@ -183,7 +206,7 @@ class BinlogFile:
                 event = self._format_description(header, pos, state)
                 context = state.context
                 if pos == 4:
-                    own_server_id = server_id
+                    own_server_id = state.read_file_server_id = server_id
                 if pos >= start:
                     yield LoggedEvent(
                         event, header, name, pos, next_pos, state.source_log_file or name, copied_fde=pos != 4
@@ -242,6 +265,7 @@ class BinlogFile:
                 if isinstance(event, TransactionPayload):
                     yield from self._inner_events(event, pos, next_pos, state)
             pos = next_pos
+        state.read_pos = pos
 
     def _format_description(self, header: EventHeader, pos: int, state: ReaderState) -> FormatDescription:
         body = self._data[pos + COMMON_HEADER_LEN : pos + header.event_size]

@@ -54,8 +54,14 @@ class RotationSizes:
         return cls(max(MIN_BINLOG_SIZE, target_bytes // 4), max(MIN_RELAY_LOG_SIZE, target_bytes // 20))
 
 
-def generate(workload: str, seed: int, out: Path, size_mb: float | None = None) -> GenerateSummary:
-    """Write relay logs and expected tables for one workload into out; see the module docstring."""
+def generate(
+    workload: str, seed: int, out: Path, size_mb: float | None = None, namespace: str = ""
+) -> GenerateSummary:
+    """Write relay logs and expected tables for one workload into out; see the module docstring.
+
+    namespace, if given, is appended to every database name (oltp only), so that logs generated
+    with different namespaces can be replayed into one slave as separate channels.
+    """
     cls = WORKLOAD_CLASSES.get(workload)
     if cls is None:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
@@ -63,7 +69,9 @@ def generate(workload: str, seed: int, out: Path, size_mb: float | None = None) 
     if size <= 0:
         raise ValueError("size must be positive")
     target = int(size * (1 << 20))
-    return generate_with(workload, seed, Path(out), target, RotationSizes.for_target(target), size_mb=size)
+    return generate_with(
+        workload, seed, Path(out), target, RotationSizes.for_target(target), size_mb=size, namespace=namespace
+    )
 
 
 def generate_with(
@@ -74,9 +82,15 @@ def generate_with(
     rotation: RotationSizes,
     *,
     size_mb: float | None = None,
+    namespace: str = "",
 ) -> GenerateSummary:
     """generate() with explicit byte target and rotation sizes (tests use small ones)."""
     cls = WORKLOAD_CLASSES[workload]
+    if namespace and not cls.takes_namespace:
+        supported = ", ".join(name for name, c in WORKLOAD_CLASSES.items() if c.takes_namespace)
+        raise ValueError(
+            f"workload {workload!r} does not take a namespace (database name suffix); only {supported} does"
+        )
     rng = random.Random(f"relaydeck:{workload}:{seed}")
     source_uuid = uuid.UUID(int=rng.getrandbits(128), version=4)
     start_time = 1_600_000_000 + rng.randrange(200_000_000)
@@ -92,7 +106,10 @@ def generate_with(
     relay = RelayLogWriter(settings)
     oracle = Oracle()
     source = SourceServer(relay, oracle, rng, start_time * 1_000_000 + rng.randrange(1_000_000))
-    instance = cls(rng, target_bytes)
+    if namespace:
+        instance = cls(rng, target_bytes, namespace=namespace)  # type: ignore[call-arg]  # takes_namespace
+    else:
+        instance = cls(rng, target_bytes)  # as before a namespace existed: same seed, same bytes
     instance.setup(source)
     while relay.bytes_written < target_bytes:
         instance.step(source)
@@ -120,6 +137,8 @@ def generate_with(
         "row_images": {"insert": rows.insert, "update": rows.update, "delete": rows.delete},
         "row_images_by_table": source.row_counts_by_table(),
     }
+    if namespace:  # only when given, so manifests of plain runs stay as they were
+        parameters["namespace"] = namespace
     tables = oracle.write_expected(out / "expected", parameters)
     return GenerateSummary(
         workload=workload,

@@ -436,6 +436,9 @@ class Workload(ABC):
     name = ""
     default_size_mb = 0.3
     weight = 1
+    # Whether the constructor takes namespace=, a suffix for every database name, so that several
+    # generated logs of this workload can fan in to one slave without sharing databases.
+    takes_namespace = False
 
     def __init__(self, rng: random.Random, target_bytes: int) -> None:
         self.rng = rng
@@ -456,16 +459,18 @@ class Oltp(Workload):
     name = "oltp"
     default_size_mb = 0.4
     weight = 4
+    takes_namespace = True
     DBS = ("sbtest1", "sbtest2", "sbtest3")
     TABLES = ("sbtest1", "sbtest2")
     THREADS = range(10, 18)
 
-    def __init__(self, rng: random.Random, target_bytes: int) -> None:
+    def __init__(self, rng: random.Random, target_bytes: int, namespace: str = "") -> None:
         super().__init__(rng, target_bytes)
+        self.dbs = tuple(db + namespace for db in self.DBS)
         self.table_size = max(50, min(10000, target_bytes // 4000))
         self.c_pool = _pool(rng, 512, _digits_groups(10))
         self.pad_pool = _pool(rng, 512, _digits_groups(5))
-        self.keys: list[TableKey] = [(db, t) for db in self.DBS for t in self.TABLES]
+        self.keys: list[TableKey] = [(db, t) for db in self.dbs for t in self.TABLES]
         self.next_id: dict[TableKey, int] = {}
 
     @staticmethod
@@ -488,7 +493,7 @@ class Oltp(Workload):
         return (pk, rng.randint(1, self.table_size), rng.choice(self.c_pool), rng.choice(self.pad_pool))
 
     def setup(self, src: SourceServer) -> None:
-        for db in self.DBS:
+        for db in self.dbs:
             create_database(src, db, 10)
         for key in self.keys:
             create_table(src, self.schema(*key), 10)

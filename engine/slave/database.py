@@ -235,9 +235,46 @@ class Slave:
         ).fetchall()
         return [CommitRecord(*row) for row in rows]
 
-    def forget_channel(self, channel: str) -> None:
-        """RESET REPLICA: the channel starts over (its data stays, as in MySQL)."""
-        self.con.execute(f"DELETE FROM {INTERNAL_SCHEMA}.progress WHERE lower(channel) = lower(?)", [channel])
+    def reset_position(self, channel: str) -> None:
+        """RESET REPLICA: the channel reads its relay logs from the start again; the data and the
+        executed GTIDs stay (as in MySQL, where RESET REPLICA leaves gtid_executed alone), and the
+        commit records that told recovery about gaps go."""
+        self.begin()
+        try:
+            self.con.execute(
+                f"UPDATE {INTERNAL_SCHEMA}.progress SET relay_log_file = NULL, relay_log_pos = 4, "
+                f"source_log_file = NULL, source_log_pos = 0 WHERE lower(channel) = lower(?)",
+                [channel],
+            )
+            self.con.execute(
+                f"DELETE FROM {INTERNAL_SCHEMA}.commits WHERE lower(channel) = lower(?)", [channel]
+            )
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
+    def set_relay_position(self, channel: str, relay_log_file: str, relay_log_pos: int) -> None:
+        """CHANGE REPLICATION SOURCE TO RELAY_LOG_FILE/RELAY_LOG_POS: where the next START reads."""
+        current = self.progress(channel) or ChannelProgress(channel)
+        self.begin()
+        try:
+            self.record_progress(
+                ChannelProgress(
+                    current.channel,
+                    relay_log_file,
+                    relay_log_pos,
+                    None,
+                    0,
+                    current.executed_gtids,
+                    current.transactions,
+                    current.last_transaction,
+                )
+            )
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
 
     # -- the catalog of MySQL table definitions ------------------------------------------------
 
