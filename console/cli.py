@@ -179,6 +179,8 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if not 0 <= args.workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")
     if args.workers == 0:
+        if args.pool == "spark":
+            raise RelaydeckError("--pool spark is a pool of workers: give --workers N (1 or more)")
         return None
     try:
         return ParallelOptions(
@@ -188,9 +190,37 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             pending_jobs_size_max=args.pending_jobs_size_max,
             checkpoint_group=args.checkpoint_group,
             checkpoint_period_ms=args.checkpoint_period,
+            pool=args.pool,
+            spark_master=args.spark_master,
         )
     except ValueError as exc:
         raise RelaydeckError(str(exc)) from None
+
+
+def _schedules(args: argparse.Namespace, specs, parallel) -> dict[str, tuple[int, ...]] | None:  # type: ignore[no-untyped-def]
+    """--schedule: each channel's WRITESET after-ordinals from `relaydeck analyze --schedule-out`."""
+    if args.schedule is None:
+        return None
+    if parallel is None or parallel.parallel_type != "writeset":
+        raise RelaydeckError(
+            "--schedule is a WRITESET schedule: give --workers N and --parallel-type writeset"
+        )
+    try:
+        document = json.loads(Path(args.schedule).read_text())
+        channels = document["channels"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RelaydeckError(f"{args.schedule}: not a schedule from relaydeck analyze ({exc})") from None
+    schedules = {}
+    for spec in specs:
+        entry = channels.get(spec.name)
+        if entry is None:
+            raise RelaydeckError(f"{args.schedule}: no schedule for channel '{spec.name}'")
+        if Path(entry["index_file"]).resolve() != Path(spec.index_file).resolve():
+            raise RelaydeckError(
+                f"{args.schedule}: channel '{spec.name}' was analysed from {entry['index_file']}, not {spec.index_file}"
+            )
+        schedules[spec.name] = tuple(int(a) for a in entry["after"])
+    return schedules
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
@@ -199,6 +229,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
 
     specs = [_channel_spec(c) for c in args.channel]
     parallel = _parallel_options(args)
+    schedules = _schedules(args, specs, parallel)
     show_bar = out is sys.stdout and sys.stdout.isatty()
     bar = _ProgressBar(specs) if show_bar else None
     replay = Replay(
@@ -211,6 +242,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
         parallel=parallel,
         controls=_controls(args),
         follow=args.follow,
+        schedules=schedules,
     )
     previous = _stop_on_sigterm(replay.stop)
     try:
@@ -295,7 +327,13 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     config = load_config(args.config) if args.config else bundled_example(Path(args.work))
     config.slave.parent.mkdir(parents=True, exist_ok=True)
     config.repository.parent.mkdir(parents=True, exist_ok=True)
-    replica = ReplicaServer(config.slave, config.repository, follow=not args.no_follow)
+    replica = ReplicaServer(
+        config.slave,
+        config.repository,
+        follow=not args.no_follow,
+        pool=config.worker_pool,
+        spark_master=config.spark_master,
+    )
     control = None
     stop = threading.Event()
     previous = _stop_on_sigterm(stop)
@@ -567,6 +605,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="commit at most N source transactions per DuckDB transaction (default 20000)",
     )
     rep.add_argument(
+        "--schedule",
+        default=None,
+        metavar="FILE",
+        help="WRITESET dependencies from `relaydeck analyze --schedule-out` (a replay from the start)",
+    )
+    rep.add_argument(
+        "--pool",
+        choices=("threads", "spark"),
+        default="threads",
+        help="threads (default), or spark: row decoding and writesets in Spark tasks (needs --workers > 0)",
+    )
+    rep.add_argument(
+        "--spark-master", default=None, metavar="URL", help="a Spark cluster (default: local mode)"
+    )
+    rep.add_argument(
         "--follow",
         action="store_true",
         help="keep applying as the relay logs grow (events appended, files added) until SIGTERM or Ctrl-C",
@@ -636,6 +689,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sql.add_argument("--json", action="store_true", help="the result as JSON")
     sql.set_defaults(func=cmd_sql)
+
+    from console.analyze_cli import add_parser as add_analyze_parser
+
+    add_analyze_parser(sub)
 
     rec = sub.add_parser(
         "recovery",

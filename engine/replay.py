@@ -432,8 +432,10 @@ class Replay:
         controls: StartControls | None = None,
         follow: bool = False,
         on_commit: CommitCallback | None = None,
+        schedules: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
-        """parallel: the multi-threaded applier's settings; None is the single applier."""
+        """parallel: the multi-threaded applier's settings; None is the single applier.
+        schedules: per channel, WRITESET dependencies computed beforehand (relaydeck analyze)."""
         for spec in channels:
             validate_channel_name(spec.name)
         names = [c.name.lower() for c in channels]
@@ -450,10 +452,12 @@ class Replay:
         settings = RunSettings(
             until, limits, parallel, controls or StartControls(), follow, on_commit=on_commit
         )
-        self.runs = {
-            c.name: ChannelRun(self.slave, self.repository, c, settings, self.stop, self.kill)
-            for c in channels
-        }
+        self.runs = {}
+        for c in channels:
+            own = settings
+            if schedules and c.name in schedules and parallel is not None:
+                own = replace(settings, parallel=replace(parallel, schedule=schedules[c.name]))
+            self.runs[c.name] = ChannelRun(self.slave, self.repository, c, own, self.stop, self.kill)
         self.live = {name: run.live for name, run in self.runs.items()}
 
     @property

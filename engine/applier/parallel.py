@@ -105,6 +105,9 @@ class ParallelOptions:
     history_size: int = DEFAULT_HISTORY_SIZE  # binlog_transaction_dependency_history_size
     stop_timeout_s: float = 60.0  # STOP waits this long for assigned transactions
     pool: str = "threads"  # "spark": row decoding and writesets run in Spark tasks (engine/spark)
+    # WRITESET dependencies computed beforehand (`relaydeck analyze --schedule-out`): the after-ordinal
+    # of transaction 1, 2, … of the relay log read from its start
+    schedule: tuple[int, ...] | None = None
     spark_master: str | None = None  # a cluster URL; None: local mode with `workers` cores
 
     def __post_init__(self) -> None:
@@ -254,6 +257,15 @@ class ParallelApplier:
         # A worker never combines more than the batch limit: longer runs would only serialize.
         self._run_length = max(1, min(RUN_LENGTH, self.limits.transactions))
         self._gather_min = max(1, min(GATHER_MIN, self.limits.transactions))
+        if options.schedule is not None and self.progress.transactions != 0:
+            raise ChannelError(
+                channel,
+                ER_UNKNOWN_ERROR,
+                "a schedule from relaydeck analyze describes the relay logs read from their start; "
+                f"this slave has already applied {self.progress.transactions} transactions of the channel",
+                None,
+                None,
+            )
         self._checkpointed_lwm = self.progress.transactions
         self._last_checkpoint = time.monotonic()
         self._executors: list[TransactionExecutor] = []
@@ -402,7 +414,9 @@ class ParallelApplier:
         prepared = self._prepared.pop(id(txn), None)
         if prepared is not None and not alone:
             decoded = prepared[1]
-        if kind == "writeset":
+        if kind == "writeset" and self.options.schedule is not None and ordinal <= len(self.options.schedule):
+            after = min(self.options.schedule[ordinal - 1], ordinal - 1)
+        elif kind == "writeset":
             hashes = None
             if not alone:
                 if prepared is not None:

@@ -1,0 +1,71 @@
+"""What the Spark tests share: one SparkSession for the whole run (a JVM start costs 6-30 s on a
+busy machine), generated relay logs, and the thread coordinator's own WRITESET dependencies.
+
+Test modules take the fixtures with `from .spark_fixture import spark  # noqa: F401`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from engine.applier.parallel import Job, ParallelApplier, ParallelOptions
+from engine.generate import generate
+from engine.relaylog.index import read_index
+from engine.slave.database import Slave
+from engine.spark.session import spark_session, stop_spark
+
+from .conftest import MULTISOURCE
+
+FIXTURE_INDEX = {
+    "m1": MULTISOURCE / "relay" / "relay-bin-m1.index",
+    "m2": MULTISOURCE / "relay" / "relay-bin-m2.index",
+}
+_GENERATED = Path(tempfile.mkdtemp(prefix="relaydeck-spark-tests-"))
+atexit.register(shutil.rmtree, _GENERATED, True)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    # spark_session() is one per process, so modules that each import this fixture share it too.
+    yield spark_session(cores=2)
+    stop_spark()
+
+
+@cache
+def generated_index(workload: str, size_mb: float = 1.0) -> Path:
+    """A generated workload's relay-log index (seed 1), written once per test run."""
+    folder = _GENERATED / f"{workload}-{size_mb:g}"
+    return generate(workload, 1, folder, size_mb=size_mb).index_file
+
+
+class _RecordingApplier(ParallelApplier):
+    """The real multi-threaded applier, noting the dependency its coordinator gives each job."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.after_of: dict[int, int] = {}
+
+    def _enqueue(self, job: Job, worker_index: int) -> None:
+        self.after_of[job.ordinal] = job.after
+        super()._enqueue(job, worker_index)
+
+
+@cache
+def coordinator_dependencies(index: Path, history_size: int) -> tuple[int, ...]:
+    """Job.after of every transaction when the WRITESET applier replays `index` into a new slave."""
+    folder = Path(tempfile.mkdtemp(dir=_GENERATED))
+    slave = Slave(folder / "slave.duckdb")
+    try:
+        options = ParallelOptions(workers=2, parallel_type="writeset", history_size=history_size)
+        applier = _RecordingApplier(slave, "", read_index(index), options)
+        applier.run()
+    finally:
+        slave.close()
+    return tuple(applier.after_of[o] for o in range(1, len(applier.after_of) + 1))

@@ -1,0 +1,78 @@
+"""The SparkSession helper without a JVM: finding Java, and starting nothing until asked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.errors import RelaydeckError
+from engine.spark import session
+
+from .conftest import ROOT
+
+
+def _fake_java(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    java = folder / "java"
+    java.write_text("#!/bin/sh\nexit 0\n")
+    java.chmod(0o755)
+    return java
+
+
+def test_missing_java_is_a_clear_one_line_error_and_starts_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk-here"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    monkeypatch.setattr(session, "_session", None)  # as in a process that has no session yet
+
+    def must_not_start(*args: object) -> None:
+        pytest.fail("a JVM start was attempted without Java")
+
+    monkeypatch.setattr(session, "_start", must_not_start)
+    with pytest.raises(session.JavaNotFound) as caught:
+        session.spark_session()
+    assert isinstance(caught.value, RelaydeckError)
+    message = caught.value.one_line()
+    assert "\n" not in str(caught.value)
+    assert "JAVA_HOME" in message and "no-jdk-here" in message and "PATH" in message
+
+
+def test_missing_java_without_java_home_says_it_is_not_set(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(session.JavaNotFound, match="JAVA_HOME is not set"):
+        session.find_java()
+
+
+def test_java_home_wins_over_path(monkeypatch, tmp_path):
+    home_java = _fake_java(tmp_path / "jdk" / "bin")
+    _fake_java(tmp_path / "elsewhere")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert session.find_java() == str(home_java)
+
+
+def test_java_on_path_when_java_home_has_none(monkeypatch, tmp_path):
+    path_java = _fake_java(tmp_path / "bin")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "broken-jdk"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert session.find_java() == str(path_java)
+
+
+def test_importing_the_spark_modules_starts_no_jvm():
+    code = (
+        "import engine.spark.analyze, engine.spark.decode, engine.spark.session, console.analyze_cli\n"
+        "from pyspark import SparkContext\n"
+        "assert SparkContext._gateway is None and SparkContext._active_spark_context is None\n"
+        "assert engine.spark.session._session is None\n"
+        "print('no jvm')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "no jvm"
