@@ -33,6 +33,16 @@ ensure_mariadb_client() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client >/dev/null
 }
 
+ensure_java() {
+  # Spark (the Spark worker pool, relaydeck analyze) runs on a JVM
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then return 0; fi
+  command -v java >/dev/null 2>&1 && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+}
+
 case "${1:-demo}" in
   demo)
     ensure_venv run
@@ -50,6 +60,7 @@ case "${1:-demo}" in
     ;;
   test)
     ensure_mariadb_client
+    ensure_java
     ensure_venv test
     "$VENV/bin/ruff" check engine console tests benchmarks
     "$VENV/bin/ruff" format --check engine console tests benchmarks
