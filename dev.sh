@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine: creates the virtual environment, installs what is needed
 # (Python packages; mariadb-client for the tests that cross-check against mariadb-binlog), runs.
-#   ./dev.sh demo   — replay the bundled MariaDB multi-source capture into demo/slave.duckdb
+#   ./dev.sh demo   — the operator console over the bundled example (relaydeck console)
 #   ./dev.sh test   — lint and run the whole test suite
 #   ./dev.sh bench  — run the benchmarks (figures go to benchmarks/results/)
 set -euo pipefail
@@ -45,18 +45,11 @@ ensure_java() {
 
 case "${1:-demo}" in
   demo)
+    # the operator console over the bundled example: generated workloads fed live into four
+    # channels (plus the MariaDB capture's two), in this process; q quits
     ensure_venv run
-    relay=fixtures/mariadb-10.11-multisource/relay
-    rm -rf demo && mkdir -p demo
-    echo "== the first events of channel m2's relay log (relaydeck events --rows)"
-    "$VENV/bin/relaydeck" events --rows --limit 12 "$relay/relay-bin-m2.index"
-    echo
-    echo "== replaying both channels into demo/slave.duckdb (relaydeck replay)"
-    "$VENV/bin/relaydeck" replay --slave demo/slave.duckdb --repository demo/repository.sqlite \
-      --channel "m1=$relay/relay-bin-m1.index" --channel "m2=$relay/relay-bin-m2.index"
-    echo
-    echo "== SHOW REPLICA STATUS (relaydeck status)"
-    "$VENV/bin/relaydeck" status --repository demo/repository.sqlite
+    shift || true
+    exec "$VENV/bin/relaydeck" console "$@"
     ;;
   test)
     ensure_mariadb_client

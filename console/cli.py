@@ -320,7 +320,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Configure the channels from CONFIG (CHANGE … / SET GLOBAL), START them, serve the socket."""
     import threading
 
-    from engine.replica.config import bundled_example, load_config
+    from engine.replica.config import apply_config, bundled_example, load_config
     from engine.replica.control import ControlSocket
     from engine.replica.server import ReplicaServer
 
@@ -339,12 +339,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     previous = _stop_on_sigterm(stop)
     try:
         control = ControlSocket(replica)
-        if config.variables is not None:
-            _print_warnings(replica.execute(config.variables))
-        for change in config.channels:
-            _print_warnings(replica.execute(change))
-        if not args.skip_replica_start:
-            _print_warnings(replica.execute("START REPLICA"))
+        for warning in apply_config(replica, config, start=not args.skip_replica_start):
+            sys.stderr.write(f"{warning}\n")
         out.write(
             f"relaydeck serve: pid {__import__('os').getpid()}, slave {config.slave}, repository "
             f"{config.repository}, control socket {control.path}\n"

@@ -123,6 +123,19 @@ def parse_config(data: dict, base: Path, path: Path | None) -> ServeConfig:
     )
 
 
+def apply_config(replica, config: ServeConfig, *, start: bool = True) -> list:  # type: ignore[no-untyped-def]
+    """What `relaydeck serve` (and the console running a config) does with the file: SET GLOBAL,
+    CHANGE REPLICATION SOURCE TO … for each channel, then START REPLICA; the notes they left."""
+    warnings = []
+    if config.variables is not None:
+        warnings += replica.execute(config.variables).warnings
+    for change in config.channels:
+        warnings += replica.execute(change).warnings
+    if start:
+        warnings += replica.execute("START REPLICA").warnings
+    return warnings
+
+
 def bundled_example(work: Path) -> ServeConfig:
     """The bundled MariaDB multi-source capture, two channels, applied under `work`."""
     relay = Path(__file__).resolve().parents[2] / "fixtures" / "mariadb-10.11-multisource" / "relay"

@@ -1,0 +1,139 @@
+"""Regenerates the SVG screenshots of every view in screenshots/: python -m console.screenshots
+
+Each scenario is the frozen demo state (console/demo_state.py) and the keys an operator presses;
+the snapshot tests play the same scenarios, so the screenshots are what the tests check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from .app import ConsoleApp
+from .demo_state import SOURCE, TAKEN_AT, DemoReplica
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+# Keys for the characters typed on the command line that are not their own key names
+_KEY_NAMES = {" ": "space", "'": "apostrophe", ",": "comma", "=": "equals_sign", "*": "asterisk"}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    keys: tuple[str, ...]  # key names, or "type:TEXT" for text typed on the command line
+    size: tuple[int, int] = (80, 24)
+    theme: str = "textual-dark"
+
+
+SCENARIOS = (
+    Scenario("channels", "Channels: one row per channel, the selected one in full below", ()),
+    Scenario(
+        "channels-large",
+        "Channels at 120x36, channel oltp selected",
+        ("right_square_bracket", "right_square_bracket", "right_square_bracket"),
+        size=(120, 36),
+    ),
+    Scenario(
+        "workers",
+        "Workers of channel oltp with throughput and lag over the last minutes",
+        ("right_square_bracket", "right_square_bracket", "right_square_bracket", "2"),
+    ),
+    Scenario(
+        "command-result",
+        "Command line: SHOW REPLICA STATUS, shown one column per line",
+        (":", "type:SHOW REPLICA STATUS FOR CHANNEL 'm2'", "enter"),
+    ),
+    Scenario(
+        "command-notes",
+        "Command line: START REPLICA on running channels leaves notes, shown under the result",
+        (":", "type:START REPLICA", "enter"),
+    ),
+    Scenario(
+        "command-error",
+        "Command line: an error, then completion offering the channel names",
+        (":", "type:START REPLICA FOR CHANNEL 'nope'", "enter", "type:STOP REPLICA FOR CHANNEL ", "tab"),
+    ),
+    Scenario("recovery", "Recovery inspector: LWM, gaps, worker bitmaps, plan", ("4",)),
+    Scenario(
+        "recovery-light",
+        "Recovery inspector in the light theme at 120x36",
+        ("4",),
+        size=(120, 36),
+        theme="textual-light",
+    ),
+    Scenario(
+        "relaylog",
+        "Relay-log browser of m2 at its applied position, with the decoded rows of an UPDATE",
+        ("right_square_bracket", "right_square_bracket", "5", "a", "down", "down"),
+    ),
+    Scenario("log", "Log: statements, errors and state changes", ("k", "y", "x", "6")),
+    Scenario("kill-confirmation", "Kill asks first", ("k",)),
+    Scenario("help", "Help: every key", ("question_mark",)),
+)
+
+
+def demo_app(replica: DemoReplica, theme: str = "textual-dark") -> ConsoleApp:
+    """A console over the frozen state that does not poll: what it shows depends on nothing else."""
+    app = ConsoleApp(replica, source=SOURCE, refresh_s=None, clock=lambda: TAKEN_AT)
+    app.theme = theme
+    return app
+
+
+async def play(pilot: Pilot[None], replica: DemoReplica, scenario: Scenario) -> None:
+    """Feed the demo's history, then press the scenario's keys, each once the last one's work is done."""
+    app = pilot.app
+    assert isinstance(app, ConsoleApp)
+    for snapshot in replica.rest_of_history():
+        app.ingest(snapshot)
+    await _settle(pilot)
+    for key in scenario.keys:
+        if key.startswith("type:"):
+            for character in key.removeprefix("type:"):
+                await pilot.press(_KEY_NAMES.get(character, character))
+        else:
+            await pilot.press(key)
+        await _settle(pilot)
+    # a console that failed shows its error screen: that must fail the test, not become its picture
+    assert app.is_running, f"the console stopped during scenario {scenario.name!r}"
+
+
+async def _settle(pilot: Pilot[None]) -> None:
+    # twice: a thread's result comes back as a callback that may start the next thread (rows after a page)
+    for _ in range(2):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def capture(scenario: Scenario, folder: Path) -> Path:
+    replica = DemoReplica()
+    try:
+        app = demo_app(replica, scenario.theme)
+        async with app.run_test(size=scenario.size) as pilot:
+            await play(pilot, replica, scenario)
+            path = folder / f"{scenario.name}.svg"
+            app.save_screenshot(str(path.name), str(folder))
+            return path
+    finally:
+        replica.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m console.screenshots", description=__doc__)
+    parser.add_argument(
+        "--out", type=Path, default=SCREENSHOTS, help="default: the repository's screenshots/"
+    )
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for scenario in SCENARIOS:
+        path = asyncio.run(capture(scenario, args.out))
+        print(f"{path}: {scenario.description}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

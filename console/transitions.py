@@ -1,0 +1,31 @@
+"""What changed between two snapshots that an operator should find in the log afterwards."""
+
+from __future__ import annotations
+
+from engine.replica.monitor import Snapshot
+
+from .formatting import channel_label
+from .palette import ERROR, NOTE
+
+
+def changes(previous: Snapshot | None, current: Snapshot) -> list[tuple[str, str]]:
+    """(level, text) for channels that appeared, vanished, changed state or got a new error."""
+    if previous is None:
+        return []
+    before = {c.name: c for c in previous.channels}
+    after = {c.name: c for c in current.channels}
+    found: list[tuple[str, str]] = []
+    for name, channel in after.items():
+        label = f"channel {channel_label(name)}"
+        old = before.get(name)
+        if old is None:
+            found.append((NOTE, f"{label} appeared ({channel.state})"))
+            continue
+        if channel.last_error and channel.last_error != old.last_error:
+            found.append((ERROR, f"{label}: {channel.last_error}"))
+        if channel.state != old.state:
+            level = ERROR if channel.state == "error" else NOTE
+            found.append((level, f"{label}: {old.state} → {channel.state}"))
+    for name in before.keys() - after.keys():
+        found.append((NOTE, f"channel {channel_label(name)} was removed"))
+    return found
