@@ -91,9 +91,12 @@ def export_csv(slave: Slave, table: MysqlTable) -> str:
     return "\n".join(lines) + "\n"
 
 
-def differences(slave: Slave, expected_dir: Path) -> list[str]:
-    """Tables of the slave that differ from an oracle folder (<db>/<table>.csv); empty when exact."""
-    expected = {(p.parent.name, p.stem): p for p in sorted(Path(expected_dir).glob("*/*.csv"))}
+def differences(slave: Slave, *expected_dirs: Path) -> list[str]:
+    """Tables of the slave that differ from oracle folders (<db>/<table>.csv; several for channels
+    fanned in to one slave); empty when exact."""
+    expected = {
+        (p.parent.name, p.stem): p for folder in expected_dirs for p in sorted(Path(folder).glob("*/*.csv"))
+    }
     problems = []
     present = set(slave.user_tables())
     for key in sorted(present - set(expected)):
