@@ -44,9 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import shlex
 import shutil
 import statistics
 import sys
@@ -60,6 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "benchmarks" / "work"
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
+
+from machine import measurement_header  # noqa: E402
 
 from engine.applier.executor import is_structural  # noqa: E402
 from engine.applier.parallel import PARALLEL_TYPES, ParallelOptions  # noqa: E402
@@ -340,14 +339,7 @@ def main() -> int:
     orders = {"on": [True], "off": [False], "both": [True, False]}[args.commit_order]
 
     results: dict[str, object] = {
-        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "command_line": shlex.join([sys.executable, *sys.argv]),
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        **measurement_header(),
         "options": {
             "size_mb": args.size,
             "seed": args.seed,

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -28,6 +26,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
 from decode_throughput import ensure_relay_log  # noqa: E402
+from machine import measurement_header  # noqa: E402
 
 from engine.applier.parallel import ParallelOptions  # noqa: E402
 from engine.replay import ChannelRun, ChannelSpec, RunSettings, relay_bytes  # noqa: E402
@@ -140,12 +139,7 @@ def main() -> int:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
-        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        **measurement_header(),
         "relay_log": {"workload": args.workload, "bytes": size},
         "workers": args.workers,
         "parallel_type": args.parallel_type,

@@ -152,6 +152,7 @@ class ReplicaServer:
         self._runs: dict[str, ChannelRun] = {}  # by lower-cased name: names are case-insensitive
         self._lock = threading.RLock()  # one statement at a time, as MySQL's channel map lock
         self._closed = threading.Event()
+        self._published_last: set[ChannelRun] = set()  # runs that ended and whose last state is out
         for name in self.repository.channels():
             self._mark_stopped(name)  # a previous process that died cannot have left any running
         self._publisher = threading.Thread(target=self._publish_loop, name="status-publisher", daemon=True)
@@ -597,13 +598,15 @@ class ReplicaServer:
         reader = reader or self.slave.session()
         try:
             for run in list(self._runs.values()):
-                if run.is_alive() or not getattr(run, "_final_published", False):
-                    if not run.is_alive():
-                        run._final_published = True  # type: ignore[attr-defined]
-                    try:
-                        run.publish(reader)
-                    except RelaydeckError:
-                        pass  # the repository was busy; the next tick publishes again
+                if run in self._published_last:
+                    continue
+                finished = not run.is_alive()  # read before publishing: its last state is then in
+                try:
+                    run.publish(reader)
+                except RelaydeckError:
+                    continue  # the repository was busy; the next tick publishes again
+                if finished:
+                    self._published_last.add(run)
         finally:
             if own:
                 reader.close()
