@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(slots=True, unsafe_hash=True, order=True)
 class Sid:
     """A MySQL source id: the server UUID, and the tag of 8.3+ tagged GTIDs ('' when untagged)."""
 
@@ -93,7 +93,7 @@ class GtidSet:
         return f"GtidSet({str(self)!r})"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(slots=True, unsafe_hash=True, order=True)
 class MariaGtid:
     """One MariaDB GTID: domain-server-seq_no."""
 

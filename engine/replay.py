@@ -304,7 +304,7 @@ class ChannelRun:
         if self.repository is None:
             return
         spec, live = self.spec, self.live
-        progress = reader.progress(spec.name)
+        progress = reader.committed_progress(spec.name)
         now = time.monotonic()
         elapsed = max(1e-6, now - live.started)
         applied = progress.transactions if progress else 0
@@ -373,17 +373,17 @@ class ChannelRun:
             stats["workers_total"] = len(statuses)
             stats["workers_busy"] = sum(1 for w in statuses if w.applying)
             stats["queue_fill"] = round(min(1.0, queued_bytes / applier.options.pending_jobs_size_max), 4)
-        self.repository.publish_status(coordinator, workers, None, stats, worker_stats)
+        relay_log_info = None
         if progress is not None:
-            self.repository.update_relay_log_info(
-                spec.name,
-                Relay_log_name=progress.relay_log_file,
-                Relay_log_pos=progress.relay_log_pos,
-                Master_log_name=progress.source_log_file or "",
-                Master_log_pos=progress.source_log_pos,
-                Executed_gtid_set=progress.executed_gtids,
-                Applier_state=live.state if live.state in ("ON", "OFF", "ERROR") else "ON",
-            )
+            relay_log_info = {
+                "Relay_log_name": progress.relay_log_file,
+                "Relay_log_pos": progress.relay_log_pos,
+                "Master_log_name": progress.source_log_file or "",
+                "Master_log_pos": progress.source_log_pos,
+                "Executed_gtid_set": progress.executed_gtids,
+                "Applier_state": live.state if live.state in ("ON", "OFF", "ERROR") else "ON",
+            }
+        self.repository.publish_status(coordinator, workers, None, stats, worker_stats, relay_log_info)
 
     def _rate(self, key: int, now: float, count: int) -> float:
         """Transactions per second since the previous publish, smoothed (key -1: the channel)."""

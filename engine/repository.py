@@ -651,6 +651,7 @@ class Repository:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._db = sqlite_utils.Database(self._conn)
+            self._upsert_sql: dict[tuple[str, tuple[str, ...]], str] = {}
             self._db.enable_wal()
             # FULL: a checkpoint that returned is on disk, even after a power loss
             self._conn.execute("PRAGMA synchronous = FULL")
@@ -743,7 +744,9 @@ class Repository:
                 self._db.execute(sql)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return list(self._db.query(sql, list(params)))
+        cursor = self._conn.execute(sql, list(params))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def _canonical(self, name: str) -> str | None:
         """The channel's name as first stored, or None if there is no such channel."""
@@ -760,8 +763,8 @@ class Repository:
             raise TooManyChannels(
                 f"cannot create channel {name!r}: a replica has at most {MAX_CHANNELS} channels"
             )
-        self._db[MASTER_INFO.name].upsert({"Channel_name": name}, pk="Channel_name")
-        self._db[RELAY_LOG_INFO.name].upsert({"Channel_name": name}, pk="Channel_name")
+        self._upsert(MASTER_INFO, name, {})
+        self._upsert(RELAY_LOG_INFO, name, {})
         return name
 
     def _upsert(self, table: _Table, channel: str, row: dict[str, Any]) -> None:
@@ -773,7 +776,19 @@ class Repository:
         missing = [k for k in table.pk if k not in row or row[k] is None]
         if missing:
             raise RepositoryError(f"a {table.name} row needs {', '.join(missing)}")
-        self._db[table.name].upsert(row, pk=table.pk[0] if len(table.pk) == 1 else table.pk)
+        columns = tuple(row)
+        sql = self._upsert_sql.get((table.name, columns))
+        if sql is None:
+            # one statement, cached per column set: status is written several times a second
+            names = ", ".join(f'"{c}"' for c in columns)
+            updates = ", ".join(f'"{c}" = excluded."{c}"' for c in columns if c not in table.pk)
+            conflict = ", ".join(f'"{c}"' for c in table.pk)
+            sql = (
+                f'INSERT INTO "{table.name}" ({names}) VALUES ({", ".join("?" * len(columns))}) '
+                f"ON CONFLICT ({conflict}) DO " + (f"UPDATE SET {updates}" if updates else "NOTHING")
+            )
+            self._upsert_sql[(table.name, columns)] = sql
+        self._conn.execute(sql, [row[c] for c in columns])
 
     def _replace_rows(self, table: _Table, channel: str, rows: list[dict[str, Any]]) -> None:
         """Make `rows` the channel's rows of a two-key table: others are deleted, these upserted."""
@@ -992,12 +1007,14 @@ class Repository:
         connection: Mapping[str, Any] | None = None,
         stats: Mapping[str, Any] | None = None,
         worker_stats: Sequence[Mapping[str, Any]] | None = None,
+        relay_log_info: Mapping[str, Any] | None = None,
     ) -> None:
         """Write a channel's live status in one transaction.
 
         The channel is the coordinator row's CHANNEL_NAME. Rows carry performance_schema's column
         names (any letter case); columns left out keep their values. `workers` is the channel's
-        whole set of worker rows. stats' updated_at defaults to now.
+        whole set of worker rows. stats' updated_at defaults to now. `relay_log_info` columns, when
+        given, are set in the same transaction.
         """
         coord = _normalize(COORDINATOR_STATUS, coordinator)
         name = coord.get("CHANNEL_NAME")
@@ -1019,6 +1036,8 @@ class Repository:
                 self._upsert(CHANNEL_STATS, channel, stats_row)
             if worker_stats is not None:
                 self._replace_rows(WORKER_STATS, channel, [_normalize(WORKER_STATS, w) for w in worker_stats])
+            if relay_log_info:
+                self._upsert(RELAY_LOG_INFO, channel, _normalize(RELAY_LOG_INFO, relay_log_info))
 
     def record_error(self, name: str, errno: int, message: str, when: datetime | float | None = None) -> None:
         """Record the error that stopped the channel's applier (Last_SQL_Errno / Last_SQL_Error)."""

@@ -73,7 +73,7 @@ def _is_commit_or_rollback(query: str) -> bool:
     return verb == "ROLLBACK" and not (len(words) > 1 and words[1].upper() == "TO")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Position:
     log_name: str
     pos: int
@@ -82,7 +82,7 @@ class Position:
         return f"{self.log_name}:{self.pos}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Transaction:
     """One group: what a worker applies and commits as a unit."""
 
@@ -109,7 +109,7 @@ class Transaction:
         return f"source position {self.source_log_file}:{self.source_end_pos}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Incomplete:
     """Events of a group that did not end: cut off by the end of data, or abandoned by the source."""
 
@@ -172,7 +172,12 @@ class TransactionAssembler:
                 return (*self._abandon("the source restarted before it ended"), logged)
             return (logged,)
         if kind is Gtid or kind is MariaGtidEvent:
-            abandoned = tuple(self._abandon("a new transaction began before it ended"))
+            open_group = self._open
+            abandoned = (
+                tuple(self._abandon("a new transaction began before it ended"))
+                if open_group is not None and open_group.events
+                else ()
+            )
             group = self._open = _Open()
             group.events.append(logged)
             if kind is Gtid:
@@ -245,10 +250,10 @@ class TransactionAssembler:
         assert group is not None
         self._open = None
         first, last = group.events[0], group.events[-1]
-        outer = [e for e in group.events if not e.inner]
-        size = sum(e.end_pos - e.pos for e in outer)
+        events = tuple(group.events)
+        size = sum([e.end_pos - e.pos for e in events if not e.inner])
         return Transaction(
-            events=tuple(group.events),
+            events=events,
             gtid=group.gtid,
             last_committed=group.last_committed,
             sequence_number=group.sequence_number,

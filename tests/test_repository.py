@@ -165,14 +165,14 @@ def test_checkpoint_is_one_transaction(repo: Repository, tmp_path: Path, monkeyp
     assert (repo.relay_log_info("m1"), repo.worker_infos("m1")) == before
 
     # Any exception in the middle, not only SQLite's, rolls the whole checkpoint back
-    upsert = sqlite_utils.db.Table.upsert
+    upsert = Repository._upsert
 
-    def failing_upsert(self, record, *args, **kwargs):
-        if self.name == "worker_info" and record["Id"] == 2:
+    def failing_upsert(self, table, channel, row):
+        if table.name == "worker_info" and row.get("Id") == 2:
             raise RuntimeError("killed mid-checkpoint")
-        return upsert(self, record, *args, **kwargs)
+        return upsert(self, table, channel, row)
 
-    monkeypatch.setattr(sqlite_utils.db.Table, "upsert", failing_upsert)
+    monkeypatch.setattr(Repository, "_upsert", failing_upsert)
     with pytest.raises(RuntimeError):
         repo.write_checkpoint("m1", {"Relay_log_pos": 900}, [{"Id": 1, "Relay_log_pos": 900}, {"Id": 2}])
     monkeypatch.undo()

@@ -92,7 +92,7 @@ GATHER_WAIT_S = 0.2
 CONFLICT_RETRIES = 10
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ParallelOptions:
     """The MySQL variables of the multi-threaded applier, MySQL 8.0's defaults."""
 
@@ -166,7 +166,7 @@ class WorkerStatus:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Checkpoint:
     """What a checkpoint writes: the LWM (relay_log_info) and every worker's row (worker_info)."""
 

@@ -53,7 +53,7 @@ class ChannelError(RelaydeckError):
         super().__init__(f"channel {name}: Error {errno}{where}{at}: {message}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class BatchLimits:
     """When a combined DuckDB transaction is committed."""
 
@@ -65,7 +65,7 @@ class BatchLimits:
     seconds: float = 5.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Until:
     """START REPLICA UNTIL: SQL_BEFORE_GTIDS, SQL_AFTER_GTIDS, or a relay/source log position.
 

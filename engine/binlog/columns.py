@@ -149,7 +149,7 @@ def enum_text(index: int, names: tuple[str, ...]) -> str:
     return names[index - 1] if 0 < index <= len(names) else ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ColumnInfo:
     """One column as the table map describes it, resolved for decoding."""
 
@@ -455,7 +455,7 @@ def _packed_len(buf: bytes, pos: int) -> tuple[int, int]:
     return int.from_bytes(buf[pos + 1 : pos + 9], "little"), pos + 9
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RowImages:
     """Decoded rows of one rows event, column-wise. `before`/`after` map column index -> values."""
 

@@ -97,7 +97,7 @@ def cstring(buf: bytes | memoryview, pos: int, end: int | None = None) -> tuple[
     return raw[:nul], pos + nul + 1
 
 
-_BITMAPS: dict[tuple[bytes, int], tuple[bool, ...]] = {}
+BITMAPS: dict[tuple[bytes, int], tuple[bool, ...]] = {}
 
 
 def bitmap(buf: bytes | memoryview, pos: int, nbits: int) -> tuple[tuple[bool, ...], int]:
@@ -105,12 +105,12 @@ def bitmap(buf: bytes | memoryview, pos: int, nbits: int) -> tuple[tuple[bool, .
     nbytes = (nbits + 7) // 8
     need(buf, pos, nbytes, "a bitmap")
     raw = bytes(buf[pos : pos + nbytes])
-    bits = _BITMAPS.get((raw, nbits))
+    bits = BITMAPS.get((raw, nbits))
     if bits is None:  # the same few bitmaps recur in every rows event: build each once
         value = int.from_bytes(raw, "little")
         bits = tuple(bool(value >> i & 1) for i in range(nbits))
-        if len(_BITMAPS) < 65536:
-            _BITMAPS[(raw, nbits)] = bits
+        if len(BITMAPS) < 65536:
+            BITMAPS[(raw, nbits)] = bits
     return bits, pos + nbytes
 
 

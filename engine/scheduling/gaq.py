@@ -28,7 +28,7 @@ class GroupEntry(Generic[T]):
     committed: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class WorkerCheckpoint:
     """A worker's view relative to the LWM: what mysql.slave_worker_info calls its checkpoint."""
 

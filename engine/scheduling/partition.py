@@ -22,7 +22,7 @@ class _Partition:
     usage: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Claim:
     """What the coordinator does with a transaction: run it on `worker`, wait, or run it alone."""
 

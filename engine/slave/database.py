@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.catalog (id INTEGER PRIMARY KEY, bo
 """
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ChannelProgress:
     """Where a channel's applier stands, as last committed to the slave."""
 
@@ -62,7 +62,7 @@ class ChannelProgress:
     last_transaction: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CommitRecord:
     channel: str
     seqno: int  # the transaction's ordinal in the channel's stream since the slave was created
@@ -99,6 +99,9 @@ class _SharedDatabase:
         # Definitions change one transaction at a time across channels: the catalog is one row,
         # and two channels rewriting it at once would conflict in DuckDB.
         self.ddl_lock = threading.RLock()
+        # The last committed position of each channel applied through this handle (lower-case
+        # name): status publishing reads it here several times a second instead of querying.
+        self.committed: dict[str, ChannelProgress] = {}
 
 
 class Slave:
@@ -114,6 +117,7 @@ class Slave:
         self._owns = _shared is None
         self._catalog_changed = False
         self._holds_ddl_lock = False
+        self._pending_progress: ChannelProgress | None = None
         if _shared is None:
             self._db.catalog = self._load_catalog()
 
@@ -142,11 +146,15 @@ class Slave:
     def commit(self) -> None:
         try:
             self.con.execute("COMMIT")
+            if self._pending_progress is not None:
+                self._db.committed[self._pending_progress.channel.lower()] = self._pending_progress
         finally:
+            self._pending_progress = None
             self._catalog_changed = False
             self._release_ddl_lock()
 
     def rollback(self) -> None:
+        self._pending_progress = None
         try:
             self.con.execute("ROLLBACK")
         except duckdb.TransactionException:
@@ -171,6 +179,11 @@ class Slave:
         ).fetchall()
         return ChannelProgress(*row[0]) if row else None
 
+    def committed_progress(self, channel: str) -> ChannelProgress | None:
+        """progress(), from memory when this process committed the channel's last position."""
+        known = self._db.committed.get(channel.lower())
+        return known if known is not None else self.progress(channel)
+
     def all_progress(self) -> list[ChannelProgress]:
         rows = self.con.execute(
             f"SELECT channel, relay_log_file, relay_log_pos, source_log_file, source_log_pos, executed_gtids, "
@@ -185,6 +198,7 @@ class Slave:
 
     def record_progress(self, progress: ChannelProgress) -> None:
         """Inside the open transaction: where the channel stands (for parallel appliers, the LWM)."""
+        self._pending_progress = progress
         self.con.execute(
             f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.progress VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -249,6 +263,7 @@ class Slave:
             self.con.execute(
                 f"DELETE FROM {INTERNAL_SCHEMA}.commits WHERE lower(channel) = lower(?)", [channel]
             )
+            self._db.committed.pop(channel.lower(), None)
         except BaseException:
             self.rollback()
             raise

@@ -21,9 +21,12 @@ class EventHeader(NamedTuple):
     flags: int
 
 
-@dataclass(frozen=True, slots=True)
+# Events and the other records built once per event or per transaction are immutable by
+# convention, not frozen dataclasses: a frozen dataclass sets each field through
+# object.__setattr__ and costs four times as much to build (unsafe_hash keeps them hashable).
+@dataclass(slots=True, unsafe_hash=True)
 class BinlogEvent:
-    """Base of every decoded event."""
+    """Base of every decoded event (never modified once decoded: table maps are shared)."""
 
     header: EventHeader
 
@@ -32,7 +35,7 @@ class BinlogEvent:
         return ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class DecodeContext:
     """What the current FORMAT_DESCRIPTION says about how to read the events after it."""
 

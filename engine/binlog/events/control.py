@@ -13,7 +13,7 @@ _CHECKSUM_SINCE_MYSQL = (5, 6, 1)
 _CHECKSUM_SINCE_MARIADB = (5, 3, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class FormatDescription(BinlogEvent):
     binlog_version: int
     server_version: str
@@ -59,7 +59,7 @@ def decode_format_description(header: EventHeader, body: bytes) -> FormatDescrip
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StartV3(BinlogEvent):
     binlog_version: int
     server_version: str
@@ -74,7 +74,7 @@ def decode_start_v3(header: EventHeader, body: bytes, ctx: DecodeContext) -> Sta
     return StartV3(header, p.u16(body, 0), version, p.u32(body, 52))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Rotate(BinlogEvent):
     position: int
     next_file: str
@@ -94,7 +94,7 @@ def decode_rotate(header: EventHeader, body: bytes, ctx: DecodeContext) -> Rotat
     return Rotate(header, position, p.text(body[post:]))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Stop(BinlogEvent):
     pass
 
@@ -103,7 +103,7 @@ def decode_stop(header: EventHeader, body: bytes, ctx: DecodeContext) -> Stop:
     return Stop(header)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Incident(BinlogEvent):
     incident: int
     message: str
@@ -122,7 +122,7 @@ def decode_incident(header: EventHeader, body: bytes, ctx: DecodeContext) -> Inc
     return Incident(header, incident, message)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Heartbeat(BinlogEvent):
     log_file: str
     log_pos: int
@@ -151,7 +151,7 @@ def decode_heartbeat_v2(header: EventHeader, body: bytes, ctx: DecodeContext) ->
     return Heartbeat(header, name, position)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ViewChange(BinlogEvent):
     view_id: str
     seq_number: int
@@ -175,7 +175,7 @@ def decode_view_change(header: EventHeader, body: bytes, ctx: DecodeContext) -> 
     return ViewChange(header, view_id, seq, tuple(entries))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Opaque(BinlogEvent):
     """An event relaydeck carries without interpreting (legacy LOAD DATA blocks, ignorable events)."""
 
@@ -189,7 +189,7 @@ def decode_opaque(header: EventHeader, body: bytes, ctx: DecodeContext) -> Opaqu
     return Opaque(header, bytes(body))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class IgnoredEvent(Opaque):
     """An event of a type this decoder does not know, flagged IGNORABLE by its writer: listed, not applied."""
 
@@ -197,7 +197,7 @@ class IgnoredEvent(Opaque):
         return f"Ignorable event type {self.header.type_code} ({len(self.payload)} bytes)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class LoadBlock(BinlogEvent):
     """LOAD DATA support events (Begin_load_query, Append_block, Delete_file…): a file id and data."""
 

@@ -20,7 +20,7 @@ _TS_FLAG = 1 << 55  # set in the immediate commit timestamp when the original on
 _VERSION_FLAG = 1 << 31
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Gtid(BinlogEvent):
     """MySQL GTID_LOG_EVENT, ANONYMOUS_GTID_LOG_EVENT and GTID_TAGGED_LOG_EVENT."""
 
@@ -99,7 +99,7 @@ def decode_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> Gtid:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class PreviousGtids(BinlogEvent):
     gtid_set: GtidSet
 
@@ -135,7 +135,7 @@ def decode_previous_gtids(header: EventHeader, body: bytes, ctx: DecodeContext) 
     return PreviousGtids(header, result)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class MariaGtidEvent(BinlogEvent):
     """MariaDB GTID_EVENT: opens a transaction (or a standalone statement) with domain-server-seq."""
 
@@ -208,7 +208,7 @@ def decode_maria_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> M
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GtidList(BinlogEvent):
     gtids: tuple[MariaGtid, ...]
     list_flags: int
@@ -229,7 +229,7 @@ def decode_gtid_list(header: EventHeader, body: bytes, ctx: DecodeContext) -> Gt
     return GtidList(header, tuple(gtids), list_flags)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class BinlogCheckpoint(BinlogEvent):
     log_file: str
 
@@ -242,7 +242,7 @@ def decode_binlog_checkpoint(header: EventHeader, body: bytes, ctx: DecodeContex
     return BinlogCheckpoint(header, p.text(p.take(body, 4, length, "the checkpoint file name")[0]))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TransactionContext(BinlogEvent):
     """Group Replication certification context; carried, not interpreted."""
 

@@ -12,7 +12,7 @@ _END_MARK, _SIZE, _COMPRESSION_TYPE, _UNCOMPRESSED_SIZE = 0, 1, 2, 3
 COMPRESSION_ZSTD, COMPRESSION_NONE = 0, 255
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TransactionPayload(BinlogEvent):
     compression_type: int
     payload_size: int

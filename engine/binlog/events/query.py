@@ -24,7 +24,7 @@ from .base import BinlogEvent, DecodeContext, EventHeader
 from .compression import mariadb_uncompress
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class QueryStatusVars:
     """The status variables of a QUERY event; None where the event did not carry one."""
 
@@ -67,8 +67,26 @@ def _short_string(buf: bytes, pos: int) -> tuple[str, int]:
     return p.text(raw), pos
 
 
+# A session repeats the same status variables in every statement (BEGIN above all): each
+# distinct block is parsed once and the result shared.
+_STATUS_CACHE: dict[bytes, QueryStatusVars] = {}
+_STATUS_CACHE_MAX = 4096
+
+
 def decode_status_vars(buf: bytes) -> QueryStatusVars:
     """Parse status variables; an unknown code ends parsing (its length cannot be known)."""
+    key = bytes(buf)
+    cached = _STATUS_CACHE.get(key)
+    if cached is not None:
+        return cached
+    status = _decode_status_vars(key)
+    if len(_STATUS_CACHE) >= _STATUS_CACHE_MAX:
+        _STATUS_CACHE.clear()
+    _STATUS_CACHE[key] = status
+    return status
+
+
+def _decode_status_vars(buf: bytes) -> QueryStatusVars:
     values: dict[str, object] = {}
     pos, end = 0, len(buf)
     while pos < end:
@@ -170,7 +188,7 @@ def decode_status_vars(buf: bytes) -> QueryStatusVars:
     return QueryStatusVars(**values)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Query(BinlogEvent):
     thread_id: int
     exec_time: int
@@ -185,7 +203,7 @@ class Query(BinlogEvent):
         return self.query
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ExecuteLoadQuery(Query):
     file_id: int = 0
 
@@ -220,7 +238,7 @@ def decode_query(header: EventHeader, body: bytes, ctx: DecodeContext) -> Query:
     return Query(header, thread_id, exec_time, error_code, status, p.text(db_raw), p.text(query_raw))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Xid(BinlogEvent):
     xid: int
 
@@ -232,7 +250,7 @@ def decode_xid(header: EventHeader, body: bytes, ctx: DecodeContext) -> Xid:
     return Xid(header, p.u64(body, 0))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class XaPrepare(BinlogEvent):
     one_phase: bool
     format_id: int
@@ -257,7 +275,7 @@ def decode_xa_prepare(header: EventHeader, body: bytes, ctx: DecodeContext) -> X
     return XaPrepare(header, one_phase, format_id, gtrid, bqual)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Intvar(BinlogEvent):
     kind: int
     value: int
@@ -276,7 +294,7 @@ def decode_intvar(header: EventHeader, body: bytes, ctx: DecodeContext) -> Intva
     return Intvar(header, p.u8(body, 0), p.u64(body, 1))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Rand(BinlogEvent):
     seed1: int
     seed2: int
@@ -292,7 +310,7 @@ def decode_rand(header: EventHeader, body: bytes, ctx: DecodeContext) -> Rand:
 UserVarValue = str | bytes | int | float | Decimal | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class UserVar(BinlogEvent):
     name: str
     value_type: int | None  # None when the variable is NULL
@@ -343,7 +361,7 @@ def decode_user_var(header: EventHeader, body: bytes, ctx: DecodeContext) -> Use
     return UserVar(header, name, value_type, charset, value, unsigned)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RowsQuery(BinlogEvent):
     """MySQL's ROWS_QUERY and MariaDB's ANNOTATE_ROWS: the statement that produced the rows."""
 

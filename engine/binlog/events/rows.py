@@ -77,7 +77,7 @@ def is_character(type_code: int, meta: int) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TableMap(BinlogEvent):
     table_id: int
     flags: int
@@ -323,7 +323,7 @@ def _decode_optional_metadata(
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RowsEvent(BinlogEvent):
     """WRITE/UPDATE/DELETE rows, any version; the row images stay raw until decoded with a table map."""
 
@@ -347,6 +347,7 @@ class RowsEvent(BinlogEvent):
         return f"table_id: {self.table_id}{flags}"
 
 
+_BITMAPS = p.BITMAPS
 _ID4_FLAGS = struct.Struct("<IH").unpack_from
 _ID6_FLAGS = struct.Struct("<IHH").unpack_from
 
@@ -380,10 +381,18 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
         width, pos = p.packed_len(body, pos)
     if width > 4096:
         raise ValueError(f"rows event claims {width} columns (MySQL allows 4096)")
-    before, pos = p.bitmap(body, pos, width)
+    # the same few bitmaps recur in every rows event: p.bitmap builds and caches each
+    nbytes = (width + 7) >> 3
+    if pos + nbytes * (2 if kind == RowsKind.UPDATE else 1) > len(body):
+        raise ValueError(
+            f"the column bitmaps need {nbytes} bytes each at offset {pos}, only {len(body) - pos} left"
+        )
+    before = _BITMAPS.get((body[pos : pos + nbytes], width)) or p.bitmap(body, pos, width)[0]
+    pos += nbytes
     after = None
     if kind == RowsKind.UPDATE:
-        after, pos = p.bitmap(body, pos, width)
+        after = _BITMAPS.get((body[pos : pos + nbytes], width)) or p.bitmap(body, pos, width)[0]
+        pos += nbytes
     rows_data = bytes(body[pos:])
     if compressed:
         # MariaDB compresses only the row images; the header, width and bitmaps stay plain.
