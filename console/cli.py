@@ -61,12 +61,28 @@ def _rows_json(images) -> list[dict]:  # type: ignore[no-untyped-def]
 
 def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
     """SHOW RELAYLOG EVENTS over files or index files."""
-    table_maps: dict[int, TableMap] = {}
-    write = out.write
+    # Lines are gathered and written a few thousand at a time: one write per event costs more
+    # than formatting the event.
+    pending: list[str] = []
+    write = pending.append
     if not args.json:
         write("Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n")
+    try:
+        _list_events(args, pending, out)
+    finally:
+        out.write("".join(pending))
+    return 0
+
+
+def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> None:
+    """The events of cmd_events, appended to `pending` (flushed to `out` every few thousand lines)."""
+    table_maps: dict[int, TableMap] = {}
+    write = pending.append
     shown = 0
     for logged in _iter_inputs(args.inputs, args.from_pos):
+        if len(pending) >= 4096:
+            out.write("".join(pending))
+            pending.clear()
         if args.limit is not None and shown >= args.limit:
             break
         shown += 1
@@ -109,7 +125,6 @@ def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
                 write("\n".join(_row_lines(images)) + "\n")
             elif rows_error:
                 write(f"### ({rows_error})\n")
-    return 0
 
 
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:

@@ -166,3 +166,17 @@ def status_of(repo: Path) -> dict:
         check=True,
     )
     return next(r for r in json.loads(out.stdout) if r["channel_name"] == "c1")
+
+
+def test_an_error_in_a_batch_committed_behind_the_reader_names_that_transaction(tmp_path):
+    # Small batches: the failing one is applied by the committer thread while the applier reads
+    # on; the channel still stops right before it, and no later batch is applied.
+    inserts = [(f"INSERT INTO t VALUES ({10 + i}, 'x')", False) for i in range(40)]
+    inserts[21] = ("INSERT IGNORE INTO t VALUES (99, 'bad')", False)
+    index = write_relay_log(tmp_path / "relay", [*SETUP, *inserts])
+    run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite", "--group-size", "5")
+    failing = len(SETUP) + 22  # GTID numbers count from 1
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and f"GTID {GTID}:{failing}" in run.stderr
+    assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")] + [(10 + i, "x") for i in range(21)]
+    assert status_of(tmp_path / "r.sqlite")["transactions_applied"] == failing - 1

@@ -73,13 +73,20 @@ class TransactionExecutor:
         session = _Session()
         for index, logged in enumerate(txn.events):
             event = logged.event
-            if isinstance(event, TableMap):
+            kind = type(event)  # exact types first: this runs once per event applied
+            if kind is TableMap:
                 self._table_maps[event.table_id] = event
-            elif isinstance(event, RowsEvent):
+            elif kind is RowsEvent:
                 self._rows(event, decoded.get(index) if decoded else None)
+            elif kind is Query and event.query == "BEGIN":
+                session = _Session()  # what _query does for it, without parsing the statement
             elif isinstance(event, Query):
                 self._query(event, session, logged.header.timestamp)
                 session = _Session()
+            elif isinstance(event, TableMap):
+                self._table_maps[event.table_id] = event
+            elif isinstance(event, RowsEvent):
+                self._rows(event, decoded.get(index) if decoded else None)
             elif isinstance(event, UserVar):
                 session.user_vars[event.name.lower()] = event.value
             elif isinstance(event, Intvar):

@@ -10,9 +10,11 @@ error names exactly that transaction.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import duckdb
@@ -34,6 +36,7 @@ from .executor import TransactionExecutor, is_structural
 ER_UNKNOWN_ERROR = 1105
 _APPLY_ERRORS = (ApplyError, UntranslatableStatement, duckdb.Error)
 ER_INCIDENT = 1590
+_SWITCH_INTERVAL_S = 0.001
 
 
 class ChannelError(RelaydeckError):
@@ -245,6 +248,11 @@ class ChannelApplier:
         self.progress = progress or ChannelProgress(channel)
         self.executed = ExecutedGtids.parse(self.progress.executed_gtids)
         self._scheduled = ExecutedGtids.parse(self.progress.executed_gtids)  # executed or batched
+        # Commit-behind: a full batch is applied and committed by a second thread while this one
+        # reads and groups the next. DuckDB releases the GIL while it executes, so its share of
+        # the work overlaps the reading instead of following it. One batch at most is in flight.
+        self._committer: ThreadPoolExecutor | None = None
+        self._in_flight: Future[None] | None = None
 
     def run(self) -> ApplyStats:
         """Apply until the end of the available relay log, an UNTIL condition, or stop()."""
@@ -314,7 +322,7 @@ class ChannelApplier:
                         or batch_rows >= self.limits.row_changes
                         or time.monotonic() - batch_started >= self.limits.seconds
                     ):
-                        self._commit(batch)
+                        self._commit_behind(batch)
                         batch, batch_rows, batch_started = [], 0, time.monotonic()
                 if self.stop.is_set():
                     self.stats.stopped_by = "STOP"
@@ -325,9 +333,41 @@ class ChannelApplier:
         except BinlogError:
             self._commit(batch)  # what was read whole before the bad event
             raise
+        except BaseException:
+            # A batch still in flight comes first in the stream: its error, if any, is the one
+            # that stopped the channel.
+            self._wait_for_commit()
+            raise
         finally:
             reader.close()
+            if self._committer is not None:
+                self._committer.shutdown(wait=True)
+                self._committer = None
         return self.stats
+
+    def _commit_behind(self, batch: list[Transaction]) -> None:
+        """Hand a full batch to the committer thread (after the one before it is committed).
+
+        Only when nothing in the loop reads what a commit changes before the next one: UNTIL
+        conditions look at the executed GTIDs, so they keep every commit in this thread.
+        """
+        if self.until is not None:
+            self._commit(batch)
+            return
+        self._wait_for_commit()
+        if self._committer is None:
+            self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"commit-{self.channel or 'default'}")
+            # DuckDB hands the GIL back when a statement ends; with the default 5 ms switch
+            # interval the committer would wait that long after each of its statements.
+            if sys.getswitchinterval() > _SWITCH_INTERVAL_S:
+                sys.setswitchinterval(_SWITCH_INTERVAL_S)
+        self._in_flight = self._committer.submit(self._commit_now, batch)
+
+    def _wait_for_commit(self) -> None:
+        """The batch in flight is committed (or its error raised here)."""
+        if self._in_flight is not None:
+            in_flight, self._in_flight = self._in_flight, None
+            in_flight.result()
 
     def _until_reached(self, batch: list[Transaction], txn: Transaction) -> bool:
         assert self.until is not None
@@ -340,6 +380,11 @@ class ChannelApplier:
         return self.until.reached_after(txn, trial)
 
     def _commit(self, batch: list[Transaction]) -> None:
+        """Commit a batch in this thread, after any batch in flight."""
+        self._wait_for_commit()
+        self._commit_now(batch)
+
+    def _commit_now(self, batch: list[Transaction]) -> None:
         """Apply and commit a batch as one DuckDB transaction; on failure, narrow down to the culprit."""
         if not batch:
             return

@@ -123,7 +123,7 @@ class BinlogFile:
             try:
                 self._data.close()
             except BufferError:
-                pass  # an unfinished events() iterator still holds a view; the map goes with it
+                pass  # a caller still holds a view of the map; it goes with that view
         self._fh.close()
 
     def __enter__(self) -> BinlogFile:
@@ -151,17 +151,11 @@ class BinlogFile:
         """
         state = state if state is not None else ReaderState()
         end = self.size if stop is None else min(stop, self.size)
-        # Locals: this loop runs once per event of every relay log.
-        view = memoryview(self._data)
-        try:
-            yield from self._events(state, view, start, end, partial_tail_ok, resume)
-        finally:
-            view.release()
+        yield from self._events(state, start, end, partial_tail_ok, resume)
 
     def _events(
         self,
         state: ReaderState,
-        view: memoryview,
         start: int,
         end: int,
         partial_tail_ok: bool,
@@ -176,6 +170,7 @@ class BinlogFile:
             state.read_file, state.read_file_server_id = path, None
         # Locals: this loop runs once per event of every relay log.
         crc32, unpack_header, unpack_u32 = zlib.crc32, HEADER.unpack_from, p.U32.unpack_from
+        new_tuple = tuple.__new__
         decoders = DECODERS
         context = state.context
         while pos < end:
@@ -186,7 +181,8 @@ class BinlogFile:
                 if partial_tail_ok:
                     return
                 raise TruncatedEvent(name, pos, f"file ends {end - pos} bytes into an event header")
-            timestamp, type_code, server_id, size, log_pos, flags = unpack_header(data, pos)
+            fields = unpack_header(data, pos)
+            timestamp, type_code, server_id, size, log_pos, flags = fields
             if size < COMMON_HEADER_LEN:
                 raise BinlogError(name, pos, f"event length {size} is shorter than the event header")
             if pos + size > end:
@@ -197,7 +193,7 @@ class BinlogFile:
                     pos,
                     f"{event_type_name(type_code)} event of {size} bytes runs past the end of the file ({end - pos} bytes left)",
                 )
-            header = EventHeader(timestamp, type_code, server_id, size, log_pos, flags)
+            header = new_tuple(EventHeader, fields)  # the named tuple without its Python-level __new__
             next_pos = pos + size
             if pos < start and type_code != _FDE and type_code != _ROTATE:
                 pos = next_pos  # skipping to `start`: only the format and source name matter
@@ -214,11 +210,15 @@ class BinlogFile:
                 pos = next_pos
                 continue
             body_end = next_pos
+            raw = None
             if context.checksum_alg == _CRC32:
                 body_end -= CHECKSUM_LEN
                 if body_end < pos + COMMON_HEADER_LEN:
                     raise BinlogError(name, pos, f"event length {size} leaves no room for its checksum")
-                if crc32(view[pos:body_end]) != unpack_u32(data, body_end)[0]:
+                # one copy of the event, checked, then its body: slicing a memoryview of the map
+                # costs more per event than copying the bytes
+                raw = data[pos:body_end]
+                if crc32(raw) != unpack_u32(data, body_end)[0]:
                     raise ChecksumMismatch(
                         name, pos, f"{event_type_name(type_code)} event fails its CRC32 check (corrupt data)"
                     )
@@ -240,7 +240,10 @@ class BinlogFile:
                     continue
                 raise UnknownEvent(name, pos, f"unknown event type {type_code} without the ignorable flag")
             try:
-                event = decoder(header, data[pos + COMMON_HEADER_LEN : body_end], context)
+                body = (
+                    raw[COMMON_HEADER_LEN:] if raw is not None else data[pos + COMMON_HEADER_LEN : body_end]
+                )
+                event = decoder(header, body, context)
             except (ValueError, OverflowError, IndexError, struct.error) as exc:
                 raise BinlogError(name, pos, f"bad {event_type_name(type_code)} event: {exc}") from None
             artificial = bool(flags & _ARTIFICIAL) or (type_code == _ROTATE and log_pos == 0)
@@ -259,8 +262,19 @@ class BinlogFile:
                 pos = next_pos
                 continue
             if pos >= start:
-                yield LoggedEvent(
-                    event, header, name, pos, next_pos, state.source_log_file or name, artificial
+                yield new_tuple(
+                    LoggedEvent,
+                    (
+                        event,
+                        header,
+                        name,
+                        pos,
+                        next_pos,
+                        state.source_log_file or name,
+                        artificial,
+                        False,
+                        False,
+                    ),
                 )
                 if isinstance(event, TransactionPayload):
                     yield from self._inner_events(event, pos, next_pos, state)
