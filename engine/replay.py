@@ -19,6 +19,7 @@ from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
 from .applier.recovery import fill_gaps
 from .applier.single import (
+    ER_UNKNOWN_ERROR,
     AnyEvent,
     ApplyStats,
     BatchLimits,
@@ -198,13 +199,22 @@ class ChannelRun:
             outcome.stats = applier.run()
             live.state = "OFF"
         except RelaydeckError as exc:
-            outcome.error = exc
-            live.state = "ERROR"
-            if self.repository is not None:
-                errno = exc.errno if isinstance(exc, ChannelError) else 1594
-                self.repository.record_error(spec.name, errno, exc.one_line())
+            self._failed(exc, exc.errno if isinstance(exc, ChannelError) else 1594)
+        except Exception as exc:  # a defect, not bad input: still one line, and the channel stops
+            self._failed(
+                ChannelError(
+                    spec.name, ER_UNKNOWN_ERROR, f"internal error: {type(exc).__name__}: {exc}", None, None
+                ),
+                ER_UNKNOWN_ERROR,
+            )
         finally:
             session.close()
+
+    def _failed(self, error: RelaydeckError, errno: int) -> None:
+        self.outcome.error = error
+        self.live.state = "ERROR"
+        if self.repository is not None:
+            self.repository.record_error(self.spec.name, errno, error.one_line())
 
     def _committed(self, transactions: list[Transaction]) -> None:
         newest = max(_commit_ts(t) for t in transactions)

@@ -180,3 +180,34 @@ def test_an_error_in_a_batch_committed_behind_the_reader_names_that_transaction(
     assert run.stderr.count("\n") == 1 and f"GTID {GTID}:{failing}" in run.stderr
     assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")] + [(10 + i, "x") for i in range(21)]
     assert status_of(tmp_path / "r.sqlite")["transactions_applied"] == failing - 1
+
+
+def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_transactions(
+    tmp_path, monkeypatch
+):
+    # A defect (here: the executor failing on the third row transaction) must not escape the
+    # channel's thread as a traceback: the channel reports error 1105 and stops at a whole commit.
+    from engine.applier.executor import TransactionExecutor
+    from engine.replay import ChannelSpec, Replay
+
+    index = write_relay_log(
+        tmp_path / "relay", [*SETUP, *[(f"INSERT INTO t VALUES ({10 + i}, 'x')", False) for i in range(5)]]
+    )
+    apply = TransactionExecutor.apply
+    calls = {"n": 0}
+
+    def failing(self, txn, decoded=None):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise RuntimeError("worn-out bearing")
+        return apply(self, txn, decoded)
+
+    monkeypatch.setattr(TransactionExecutor, "apply", failing)
+    outcomes = Replay(tmp_path / "s.duckdb", tmp_path / "r.sqlite", [ChannelSpec("c1", index)]).run()
+    error = outcomes[0].error
+    assert error is not None and error.errno == 1105
+    assert "internal error: RuntimeError: worn-out bearing" in error.one_line()
+    # the two DDL statements committed alone; the batch holding the failure is rolled back whole
+    assert table_rows(tmp_path / "s.duckdb") == []
+    row = status_of(tmp_path / "r.sqlite")
+    assert row["last_error_number"] == 1105 and row["transactions_applied"] == 2
