@@ -23,6 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "benchmarks" / "work"
 RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from machine import measurement_header  # noqa: E402
 
 
 def run_timed(cmd: list[str]) -> tuple[float, float]:
@@ -106,6 +109,7 @@ def main() -> int:
         }
 
     result = {
+        **measurement_header(),
         "workload": args.workload,
         "seed": args.seed,
         "relay_log_bytes": total_bytes,

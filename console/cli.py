@@ -36,13 +36,19 @@ def _iter_inputs(paths: list[str], from_pos: int) -> Iterator[LoggedEvent]:
 def _row_lines(images) -> list[str]:  # type: ignore[no-untyped-def]
     table = f"`{images.table_map.schema}`.`{images.table_map.table}`"
     verb = row_kind_name(images.kind)
+    columns = images.columns
+    # straight from the column lists: RowImages.rows() would build two dicts per row
+    images_shown = [
+        [(columns[i].name, values) for i, values in image.items()]
+        for image in (images.before, images.after)
+        if image
+    ]
     lines = []
-    for before, after in images.rows():
-        parts = []
-        if before is not None:
-            parts.append("(" + ", ".join(f"{k}={quoted(v)}" for k, v in before.items()) + ")")
-        if after is not None:
-            parts.append("(" + ", ".join(f"{k}={quoted(v)}" for k, v in after.items()) + ")")
+    for r in range(images.count):
+        parts = [
+            "(" + ", ".join([f"{name}={quoted(values[r])}" for name, values in image]) + ")"
+            for image in images_shown
+        ]
         lines.append(f"### {verb} {table} " + " -> ".join(parts))
     return lines
 

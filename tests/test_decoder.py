@@ -180,3 +180,34 @@ def test_a_decoder_is_compiled_once_per_table_shape():
     # three tables, three row-event kinds at most, one decoder each (update images share one)
     assert decoded > 100
     assert len(columns._CACHE) <= 9
+
+
+def test_events_rows_text_lines_show_each_row_of_each_event_in_order():
+    # The text listing formats rows straight from the decoded column lists; RowImages.rows() is
+    # the row-wise view. Every line must show that row's images, columns in order, values quoted.
+    from console.cli import _row_lines
+    from engine.render import quoted
+    from engine.transactions import row_kind_name
+
+    table_maps: dict[int, TableMap] = {}
+    checked = 0
+    for path in sorted((MULTISOURCE / "relay").glob("relay-bin-m*.0*")):
+        for logged in read_file_events(path):
+            event = logged.event
+            if isinstance(event, TableMap):
+                table_maps[event.table_id] = event
+            elif isinstance(event, RowsEvent):
+                images = decode_rows_event(event, table_maps[event.table_id])
+                table = f"`{images.table_map.schema}`.`{images.table_map.table}`"
+                expected = [
+                    f"### {row_kind_name(images.kind)} {table} "
+                    + " -> ".join(
+                        "(" + ", ".join(f"{k}={quoted(v)}" for k, v in image.items()) + ")"
+                        for image in (before, after)
+                        if image is not None
+                    )
+                    for before, after in images.rows()
+                ]
+                assert _row_lines(images) == expected
+                checked += len(expected)
+    assert checked > 1000
