@@ -84,21 +84,23 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
     """The events of cmd_events, appended to `pending` (flushed to `out` every few thousand lines)."""
     table_maps: dict[int, TableMap] = {}
     write = pending.append
+    limit, rows, as_json = args.limit, args.rows, args.json  # locals: read once per event
     shown = 0
     for logged in _iter_inputs(args.inputs, args.from_pos):
         if len(pending) >= 4096:
             out.write("".join(pending))
             pending.clear()
-        if args.limit is not None and shown >= args.limit:
+        if limit is not None and shown >= limit:
             break
         shown += 1
         event = logged.event
-        if isinstance(event, TableMap):
+        is_rows = isinstance(event, RowsEvent)
+        if not is_rows and isinstance(event, TableMap):
             table_maps[event.table_id] = event
         header = logged.header
         images = None
         rows_error = None
-        if args.rows and isinstance(event, RowsEvent):
+        if rows and is_rows:
             table_map = table_maps.get(event.table_id)
             if table_map is None:
                 rows_error = f"no table map for table_id {event.table_id} before this event"
@@ -107,7 +109,7 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
                     images = decode_rows_event(event, table_map)
                 except ValueError as exc:
                     raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
-        if args.json:
+        if as_json:
             record: dict[str, object] = {
                 "log_name": logged.log_name,
                 "pos": logged.pos,
@@ -116,7 +118,7 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
                 "end_log_pos": header.log_pos,
                 "info": event.info(),
             }
-            if args.rows and isinstance(event, RowsEvent):
+            if rows and is_rows:
                 record["rows"] = _rows_json(images) if images is not None else None
                 if rows_error:
                     record["rows_error"] = rows_error

@@ -279,5 +279,8 @@ def assemble(events: Iterable[LoggedEvent]) -> Iterator[Transaction | LoggedEven
     yield from assembler.finish()
 
 
+_ROW_KIND_NAMES = {RowsKind.WRITE: "INSERT", RowsKind.UPDATE: "UPDATE", RowsKind.DELETE: "DELETE"}
+
+
 def row_kind_name(kind: RowsKind) -> str:
-    return {RowsKind.WRITE: "INSERT", RowsKind.UPDATE: "UPDATE", RowsKind.DELETE: "DELETE"}[kind]
+    return _ROW_KIND_NAMES[kind]

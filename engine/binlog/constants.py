@@ -131,7 +131,8 @@ EVENT_TYPE_NAMES: dict[int, str] = {
 
 
 def event_type_name(code: int) -> str:
-    return EVENT_TYPE_NAMES.get(code, f"Unknown({code})")
+    name = EVENT_TYPE_NAMES.get(code)
+    return name if name is not None else f"Unknown({code})"
 
 
 class RowsKind(IntEnum):
