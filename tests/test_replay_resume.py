@@ -28,6 +28,10 @@ def commit_records(slave: Path) -> tuple[int, int, int]:
     """(transactions the progress row claims, commit records, distinct GTIDs among them)."""
     con = duckdb.connect(str(slave), read_only=True)
     try:
+        if not con.execute(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name = '__relaydeck'"
+        ).fetchone()[0]:
+            return 0, 0, 0  # killed after DuckDB created the file, before its first commit
         progress = con.execute("SELECT coalesce(max(transactions), 0) FROM __relaydeck.progress").fetchone()[
             0
         ]
