@@ -70,9 +70,8 @@ def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
     # Lines are gathered and written a few thousand at a time: one write per event costs more
     # than formatting the event.
     pending: list[str] = []
-    write = pending.append
     if not args.json:
-        write("Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n")
+        pending.append("Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n")
     try:
         _list_events(args, pending, out)
     finally:

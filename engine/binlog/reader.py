@@ -120,10 +120,7 @@ class BinlogFile:
 
     def close(self) -> None:
         if isinstance(self._data, mmap.mmap):
-            try:
-                self._data.close()
-            except BufferError:
-                pass  # a caller still holds a view of the map; it goes with that view
+            self._data.close()
         self._fh.close()
 
     def __enter__(self) -> BinlogFile:
