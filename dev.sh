@@ -14,7 +14,10 @@ ensure_venv() {
     "$PY" -m venv "$VENV"
   fi
   local stamp="$VENV/.installed-$1"
-  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  # setup.py and the .pyx: the compiled row decoder is rebuilt when its source changes
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+    || [ engine/binlog/_rowimage.pyx -nt "$stamp" ]; then
+    ensure_compiler
     "$VENV/bin/pip" install --quiet --upgrade pip
     if [ "$1" = test ]; then
       "$VENV/bin/pip" install --quiet -e '.[test]'
@@ -23,6 +26,18 @@ ensure_venv() {
     fi
     touch "$stamp"
   fi
+}
+
+ensure_compiler() {
+  # the compiled row decoder needs a C compiler and Python's headers (without them relaydeck
+  # still runs, on the slower pure-Python decoder)
+  local headers
+  headers=$("$VENV/bin/python" -c 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))')
+  command -v cc >/dev/null 2>&1 && [ "$headers" = True ] && [ -f /usr/include/zlib.h ] && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq gcc python3-dev zlib1g-dev >/dev/null || true
 }
 
 ensure_mariadb_client() {

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
-from ..binlog.events import Intvar, Query, Rand, RowsEvent, TableMap, UserVar
+from ..binlog.events import Gtid, Intvar, MariaGtidEvent, Query, Rand, RowsEvent, TableMap, UserVar, Xid
 from ..slave.database import Slave
 from ..slave.ddl import DdlTranslator
 from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ident, table_ref
@@ -35,13 +35,20 @@ _DELIMITERS = frozenset({"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "XA"})
 _DML = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 
 
+_NEVER_STRUCTURAL = frozenset({TableMap, RowsEvent, Xid, Gtid, MariaGtidEvent})
+
+
 def is_structural(txn: Transaction) -> bool:
     """Transactions that change definitions: applied alone, in their own DuckDB transaction."""
     if txn.is_ddl:
         return True
     for logged in txn.events:
         event = logged.event
+        if type(event) in _NEVER_STRUCTURAL:  # once per event applied: the common types first
+            continue
         if isinstance(event, Query):
+            if event.query == "BEGIN":
+                continue
             verb = statement_verb(event.query)
             if verb not in _DELIMITERS and verb not in _DML and verb != "ROLLBACK":
                 return True

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from .charsets import codec_for
+from .compiled import load
 from .constants import BINARY_CHARSET, ColumnType, RowsKind
 from .events.rows import RowsEvent, TableMap, real_type
 from .json_binary import decode_json, json_text, read_json_diff_column
@@ -24,6 +25,10 @@ from .values import decode_decimal
 
 _UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
+
+
+_compiled = load("_rowimage")  # the C form of RowDecoder; None: generated Python only
+COMPILED_ROW_DECODER = _compiled is not None
 
 
 class InvalidTemporal(str):
@@ -492,9 +497,14 @@ class RowImages:
 
 
 class RowDecoder:
-    """A compiled decoder for one (table map, event kind, present-column bitmaps)."""
+    """A compiled decoder for one (table map, event kind, present-column bitmaps).
 
-    def __init__(self, table_map: TableMap, event: RowsEvent) -> None:
+    Two forms of the same decoder: generated Python, and (where the C extension is built, and
+    the event is not a PARTIAL_UPDATE_ROWS) a RowProgram that reads the common column types in C
+    and calls per-column Python readers, generated the same way, for the rest.
+    """
+
+    def __init__(self, table_map: TableMap, event: RowsEvent, compiled: bool | None = None) -> None:
         self.kind = event.kind
         self.columns = table_columns(table_map)
         if event.column_count > len(self.columns):
@@ -533,15 +543,31 @@ class RowDecoder:
         exec(compile(code, "<row decoder>", "exec"), gen.namespace)
         self._decode = gen.namespace["decode"]
         self.source = code
+        self._program = None
+        if (compiled if compiled is not None else COMPILED_ROW_DECODER) and not event.partial:
+            if _compiled is None:
+                raise RuntimeError("the compiled row decoder is not built")
+            self._program = _compiled.RowProgram(
+                [_compiled_op(gen, self.columns[i]) for i in first],
+                [_compiled_op(gen, self.columns[i]) for i in second],
+                (*first, *second),
+                two,
+                (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
+            )
 
     def decode(self, event: RowsEvent, table_map: TableMap) -> RowImages:
         """Decode with this compiled code; `table_map` may be any map of identical structure."""
         data = event.rows_data
-        first: dict[int, list[Any]] = {i: [] for i in self._first}
-        second: dict[int, list[Any]] = {i: [] for i in self._second}
-        appenders = [v.append for v in first.values()] + [v.append for v in second.values()]
+        first: dict[int, list[Any]]
+        second: dict[int, list[Any]]
         try:
-            end, count = self._decode(data, 0, len(data), *appenders)
+            if self._program is not None:
+                first, second, end, count = self._program.decode(data)
+            else:
+                first = {i: [] for i in self._first}
+                second = {i: [] for i in self._second}
+                appenders = [v.append for v in first.values()] + [v.append for v in second.values()]
+                end, count = self._decode(data, 0, len(data), *appenders)
         except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
             raise ValueError(f"row image of {_where(table_map)} is malformed: {exc}") from None
         if end != len(data):
@@ -551,6 +577,58 @@ class RowDecoder:
         if self.kind == RowsKind.WRITE:
             return RowImages(table_map, self.kind, self.columns, None, first, count)
         return RowImages(table_map, self.kind, self.columns, first, None, count)
+
+
+_C_INTS = {
+    ColumnType.TINY: ("i8", "u8"),
+    ColumnType.SHORT: ("i16", "u16"),
+    ColumnType.INT24: ("i24", "u24"),
+    ColumnType.LONG: ("i32", "u32"),
+    ColumnType.LONGLONG: ("i64", "u64"),
+}
+
+
+def _compiled_op(gen: _CodeGen, col: ColumnInfo) -> tuple[int, int, object]:
+    """(opcode, argument, reference) of one column for the compiled decoder.
+
+    Types without a C reader get a Python one, generated from the same lines as the Python
+    decoder: (buf, pos) -> (value, pos).
+    """
+    assert _compiled is not None
+    opcodes = _compiled.OPCODES
+    t, meta = col.type_code, col.meta
+    if t in _C_INTS:
+        signed, unsigned = _C_INTS[t]
+        return opcodes[unsigned if col.unsigned else signed], 0, None
+    if t == ColumnType.FLOAT:
+        return opcodes["float"], 0, None
+    if t == ColumnType.DOUBLE:
+        return opcodes["double"], 0, None
+    if t == ColumnType.YEAR:
+        return opcodes["year"], 0, None
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        return opcodes["date"], 0, None
+    if t == ColumnType.DATETIME2 and meta <= 6:
+        return opcodes["datetime2"], meta, None
+    if t == ColumnType.TIMESTAMP2 and meta <= 6:
+        return opcodes["timestamp2"], meta, None
+    codec = None if col.charset is None or col.is_binary else codec_for(col.charset).encode()
+    if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING) or (t == ColumnType.STRING and not col.is_binary):
+        if t == ColumnType.STRING:
+            byte0, byte1 = meta >> 8, meta & 0xFF
+            max_len = (((byte0 & 0x30) ^ 0x30) << 4) | byte1 if byte0 else byte1
+        else:
+            max_len = meta
+        return opcodes["string"], 2 if max_len > 255 else 1, codec
+    if t in _BLOB_TYPES and 0 <= meta <= 4:
+        return opcodes["string"], meta or 4, codec
+    name = f"read{gen.const(None)}"
+    body = gen.value_lines(col, "out", False)
+    src = ["def " + name + "(buf, pos):", "    box = []", "    out = box.append"]
+    src += ["    " + line for line in body]
+    src.append("    return box[0], pos")
+    exec(compile("\n".join(src), "<column reader>", "exec"), gen.namespace)
+    return opcodes["python"], 0, gen.namespace[name]
 
 
 def _where(table_map: TableMap) -> str:

@@ -21,12 +21,15 @@ def need(buf: bytes | memoryview, pos: int, n: int, what: str) -> None:
 
 
 def u8(buf: bytes | memoryview, pos: int) -> int:
-    need(buf, pos, 1, "a 1-byte integer")
+    # the bounds test inline, need() only to word the error: these run for every field decoded
+    if pos + 1 > len(buf):
+        need(buf, pos, 1, "a 1-byte integer")
     return buf[pos]
 
 
 def u16(buf: bytes | memoryview, pos: int) -> int:
-    need(buf, pos, 2, "a 2-byte integer")
+    if pos + 2 > len(buf):
+        need(buf, pos, 2, "a 2-byte integer")
     return U16.unpack_from(buf, pos)[0]
 
 
@@ -36,7 +39,8 @@ def u24(buf: bytes | memoryview, pos: int) -> int:
 
 
 def u32(buf: bytes | memoryview, pos: int) -> int:
-    need(buf, pos, 4, "a 4-byte integer")
+    if pos + 4 > len(buf):
+        need(buf, pos, 4, "a 4-byte integer")
     return U32.unpack_from(buf, pos)[0]
 
 
@@ -51,7 +55,8 @@ def u56(buf: bytes | memoryview, pos: int) -> int:
 
 
 def u64(buf: bytes | memoryview, pos: int) -> int:
-    need(buf, pos, 8, "an 8-byte integer")
+    if pos + 8 > len(buf):
+        need(buf, pos, 8, "an 8-byte integer")
     return U64.unpack_from(buf, pos)[0]
 
 
@@ -83,7 +88,8 @@ def packed_len(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 
 def take(buf: bytes | memoryview, pos: int, n: int, what: str = "a field") -> tuple[bytes, int]:
-    need(buf, pos, n, what)
+    if n < 0 or pos + n > len(buf):
+        need(buf, pos, n, what)
     return bytes(buf[pos : pos + n]), pos + n
 
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ..errors import BinlogError, ChecksumMismatch, TruncatedEvent, UnknownEvent
 from . import primitives as p
+from .compiled import load
 from .constants import (
     BINLOG_MAGIC,
     CHECKSUM_LEN,
@@ -148,9 +149,12 @@ class BinlogFile:
         """
         state = state if state is not None else ReaderState()
         end = self.size if stop is None else min(stop, self.size)
-        yield from self._events(state, start, end, partial_tail_ok, resume)
+        # the loop's generator itself, not a generator around it: one frame less per event
+        if _framing is not None:
+            return _framing.events(self, state, start, end, partial_tail_ok, resume, _FRAMING_KIT)
+        return self._events(state, start, end, partial_tail_ok, resume)
 
-    def _events(
+    def _events(  # the pure-Python form of _framing.events (keep the two in step)
         self,
         state: ReaderState,
         start: int,
@@ -336,6 +340,24 @@ class BinlogFile:
                 event, header, self.name, pos, next_pos, state.source_log_file or self.name, inner=True
             )
             at += size
+
+
+_framing = load("_framing")  # the C form of BinlogFile._events; None: the Python loop runs
+# What the compiled loop builds and raises (it cannot import this module: it is imported by it).
+_FRAMING_KIT = (
+    LoggedEvent,
+    EventHeader,
+    DECODERS,
+    event_type_name,
+    BinlogError,
+    ChecksumMismatch,
+    TruncatedEvent,
+    UnknownEvent,
+    IgnoredEvent,
+    Rotate,
+    TransactionPayload,
+    (ValueError, OverflowError, IndexError, struct.error),
+)
 
 
 def read_file_events(path: str | os.PathLike[str], start: int = 4) -> Iterator[LoggedEvent]:

@@ -33,6 +33,8 @@ from ..errors import RelaydeckError
 from .database import unregister
 from .schema import MysqlColumn, MysqlTable
 
+_WRITE, _DELETE = RowsKind.WRITE, RowsKind.DELETE
+
 
 class ApplyError(RelaydeckError):
     """A row change this slave cannot take; errno follows MySQL's numbering."""
@@ -177,28 +179,45 @@ class RowApplier:
                 table, positions, converters, values=[[] for _ in table.columns]
             )
         n = images.count
-        if images.kind == RowsKind.WRITE:
-            self._queue(pending, images.after, range(self._take(n, 1), self._seq), 1, 0)
-        elif images.kind == RowsKind.DELETE:
-            self._queue(pending, images.before, range(self._take(n, 1), self._seq), 0, 1)
+        kind = images.kind
+        if kind is _WRITE:
+            self._queue(pending, images.after, self._seq, n, 1, 1, 0)
+            self._seq += n
+        elif kind is _DELETE:
+            self._queue(pending, images.before, self._seq, n, 1, 0, 1)
+            self._seq += n
         else:
             # before and after images interleave: delete of the old key, then upsert of the new one
-            start = self._take(n, 2)
-            self._queue(pending, images.before, range(start, self._seq, 2), 0, 1)
-            self._queue(pending, images.after, range(start + 1, self._seq, 2), 1, None)
+            start = self._seq
+            self._seq += 2 * n
+            self._queue(pending, images.before, start, n, 2, 0, 1)
+            self._queue(pending, images.after, start + 1, n, 2, 1, None)
         pending.rows += n
 
     @staticmethod
     def _queue(
-        pending: _TablePending, image: dict[int, list[Any]] | None, seqs: range, op: int, must: int | None
+        pending: _TablePending,
+        image: dict[int, list[Any]] | None,
+        first_seq: int,
+        n: int,
+        step: int,
+        op: int,
+        must: int | None,
     ) -> None:
+        # A full image holds every column, in column order (the decoders build it that way).
         assert image is not None
-        n = len(seqs)
-        pending.seq.extend(seqs)
+        if n == 1:  # the usual rows event: one row
+            pending.seq.append(first_seq)
+            pending.op.append(op)
+            pending.must.append(must)
+            for column, values in zip(pending.values, image.values(), strict=True):
+                column.append(values[0])
+            return
+        pending.seq.extend(range(first_seq, first_seq + n * step, step))
         pending.op.extend([op] * n)
         pending.must.extend([must] * n)
-        for i, column in enumerate(pending.values):
-            column.extend(image[i])
+        for column, values in zip(pending.values, image.values(), strict=True):
+            column.extend(values)
 
     def pending_rows(self) -> int:
         return sum(p.rows for p in self._pending.values())
@@ -241,11 +260,6 @@ class RowApplier:
         self.rows_applied += pending.rows
 
     # -- internals -------------------------------------------------------------------------
-
-    def _take(self, n: int, step: int) -> int:
-        start = self._seq
-        self._seq += n * step
-        return start
 
     @staticmethod
     def _full_images(images: RowImages) -> bool:

@@ -226,6 +226,12 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
     def __getitem__(self, key: TableKey) -> MysqlTable:
         return self._tables[self._key(key)]
 
+    def get(self, key: TableKey, default: MysqlTable | None = None) -> MysqlTable | None:  # type: ignore[override]
+        # once per rows event applied: a plain dict lookup, not Mapping.get's try/except
+        if self.lower_case_table_names == 0:
+            return self._tables.get(key, default)
+        return self._tables.get(self._key(key), default)
+
     def __setitem__(self, key: TableKey, table: MysqlTable) -> None:
         self._tables[self._key(key)] = table
 

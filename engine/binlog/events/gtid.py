@@ -48,9 +48,18 @@ class Gtid(BinlogEvent):
         return f"SET @@SESSION.GTID_NEXT= '{self.gtid_text}'"
 
 
+# A log holds the GTIDs of a few sources: each source id is formatted once.
+_SIDS: dict[bytes, Sid] = {}
+
+
 def decode_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> Gtid:
     flags = p.u8(body, 0)
-    uuid = p.uuid_text(p.take(body, 1, 16, "the source UUID")[0])
+    raw_sid = p.take(body, 1, 16, "the source UUID")[0]
+    sid = _SIDS.get(raw_sid)
+    if sid is None:
+        if len(_SIDS) >= 1024:
+            _SIDS.clear()
+        sid = _SIDS[raw_sid] = Sid(p.uuid_text(raw_sid))
     gno = int.from_bytes(p.take(body, 17, 8, "the GNO")[0], "little", signed=True)
     pos = 25
     last_committed = sequence_number = None
@@ -86,7 +95,7 @@ def decode_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> Gtid:
     return Gtid(
         header,
         flags,
-        None if anonymous else Sid(uuid),
+        None if anonymous else sid,
         gno,
         last_committed,
         sequence_number,

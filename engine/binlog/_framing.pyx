@@ -1,0 +1,167 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The reader's event loop in C: the compiled form of reader.BinlogFile._events.
+
+The same steps in the same order, with the same errors: common header, bounds, CRC32 (zlib's,
+over the mapped bytes, without copying them), one copy of the body, the event's decoder, the
+positions. Only the per-event work of the loop moves to C; the decoders and everything that
+happens once per file (format descriptions, transaction payloads) stay the Python ones.
+tests/test_framing_compiled.py checks that both forms give the same events and errors.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport uint32_t
+
+
+cdef extern from "zlib.h":
+    unsigned long crc32(unsigned long crc, const unsigned char* buf, unsigned int length) nogil
+
+
+cdef enum:
+    HEADER_LEN = 19
+    CHECKSUM_LEN = 4
+    FDE = 15
+    ROTATE = 4
+    IGNORABLE = 0x80
+    ARTIFICIAL = 0x20
+    CRC32 = 1
+
+
+cdef struct Frame:
+    uint32_t timestamp
+    int type_code
+    uint32_t server_id
+    uint32_t size
+    uint32_t log_pos
+    int flags
+
+
+cdef inline uint32_t _u32(const unsigned char* p) noexcept:
+    return p[0] | (p[1] << 8) | (p[2] << 16) | (<uint32_t> p[3] << 24)
+
+
+cdef int _header(object data, Py_ssize_t pos, Frame* frame) except -1:
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    cdef const unsigned char* p = <const unsigned char*> view.buf + pos
+    frame.timestamp = _u32(p)
+    frame.type_code = p[4]
+    frame.server_id = _u32(p + 5)
+    frame.size = _u32(p + 9)
+    frame.log_pos = _u32(p + 13)
+    frame.flags = p[17] | (p[18] << 8)
+    PyBuffer_Release(&view)
+    return 0
+
+
+cdef object _checked_body(object data, Py_ssize_t pos, Py_ssize_t body_end, bint checksum):
+    """The body's bytes; None when the stored CRC32 (after body_end) does not match."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    cdef const unsigned char* p = <const unsigned char*> view.buf
+    cdef object body
+    try:
+        if checksum and crc32(0, p + pos, <unsigned int> (body_end - pos)) != _u32(p + body_end):
+            return None
+        body = PyBytes_FromStringAndSize(<const char*> p + pos + HEADER_LEN, body_end - pos - HEADER_LEN)
+    finally:
+        PyBuffer_Release(&view)
+    return body
+
+
+def events(binlog, state, Py_ssize_t start, Py_ssize_t end, bint partial_tail_ok, bint resume, tuple kit):
+    """BinlogFile._events, compiled; `kit` carries the Python objects it builds and raises."""
+    (
+        LoggedEvent, EventHeader, decoders, event_type_name, BinlogError, ChecksumMismatch,
+        TruncatedEvent, UnknownEvent, IgnoredEvent, Rotate, TransactionPayload, decode_errors,
+    ) = kit
+    cdef Frame f
+    cdef Py_ssize_t pos, next_pos, body_end
+    cdef bint artificial
+    data, name, path = binlog._data, binlog.name, str(binlog.path)
+    new_tuple = tuple.__new__
+    if resume and state.read_file == path and state.read_pos <= start:
+        pos, own_server_id = state.read_pos, state.read_file_server_id
+    else:
+        pos, own_server_id = 4, None
+        state.read_file, state.read_file_server_id = path, None
+    context = state.context
+    while pos < end:
+        state.read_pos = pos
+        if end - pos < HEADER_LEN:
+            if partial_tail_ok:
+                return
+            raise TruncatedEvent(name, pos, f"file ends {end - pos} bytes into an event header")
+        _header(data, pos, &f)
+        if f.size < HEADER_LEN:
+            raise BinlogError(name, pos, f"event length {f.size} is shorter than the event header")
+        if pos + f.size > end:
+            if partial_tail_ok:
+                return
+            raise TruncatedEvent(
+                name,
+                pos,
+                f"{event_type_name(f.type_code)} event of {f.size} bytes runs past the end of the file ({end - pos} bytes left)",
+            )
+        header = new_tuple(EventHeader, (f.timestamp, f.type_code, f.server_id, f.size, f.log_pos, f.flags))
+        next_pos = pos + f.size
+        if pos < start and f.type_code != FDE and f.type_code != ROTATE:
+            pos = next_pos
+            continue
+        if f.type_code == FDE:
+            event = binlog._format_description(header, pos, state)
+            context = state.context
+            if pos == 4:
+                own_server_id = state.read_file_server_id = f.server_id
+            if pos >= start:
+                yield LoggedEvent(
+                    event, header, name, pos, next_pos, state.source_log_file or name, copied_fde=pos != 4
+                )
+            pos = next_pos
+            continue
+        body_end = next_pos
+        checksum = context.checksum_alg == CRC32
+        if checksum:
+            body_end -= CHECKSUM_LEN
+            if body_end < pos + HEADER_LEN:
+                raise BinlogError(name, pos, f"event length {f.size} leaves no room for its checksum")
+        body = _checked_body(data, pos, body_end, checksum)
+        if body is None:
+            raise ChecksumMismatch(
+                name, pos, f"{event_type_name(f.type_code)} event fails its CRC32 check (corrupt data)"
+            )
+        decoder = decoders.get(f.type_code)
+        if decoder is None:
+            if f.flags & IGNORABLE:
+                state.ignored_events += 1
+                if pos >= start:
+                    yield LoggedEvent(
+                        IgnoredEvent(header, body), header, name, pos, next_pos, state.source_log_file or name
+                    )
+                pos = next_pos
+                continue
+            raise UnknownEvent(name, pos, f"unknown event type {f.type_code} without the ignorable flag")
+        try:
+            event = decoder(header, body, context)
+        except decode_errors as exc:
+            raise BinlogError(name, pos, f"bad {event_type_name(f.type_code)} event: {exc}") from None
+        artificial = (f.flags & ARTIFICIAL) != 0 or (f.type_code == ROTATE and f.log_pos == 0)
+        if isinstance(event, Rotate):
+            from_source = f.server_id != own_server_id
+            if artificial:
+                state.source_log_file = event.next_file
+            if pos >= start:
+                yield LoggedEvent(event, header, name, pos, next_pos, state.source_log_file or name, artificial)
+            if from_source and not artificial:
+                state.source_log_file = event.next_file
+            pos = next_pos
+            continue
+        if pos >= start:
+            yield new_tuple(
+                LoggedEvent,
+                (event, header, name, pos, next_pos, state.source_log_file or name, artificial, False, False),
+            )
+            if isinstance(event, TransactionPayload):
+                yield from binlog._inner_events(event, pos, next_pos, state)
+        pos = next_pos
+    state.read_pos = pos
