@@ -378,13 +378,12 @@ class ConsoleApp(App[None]):
         self.show_message(level, f"{outcome.action}: {outcome.summary()}")
         if to_results:
             self._part(CommandView).show(outcome)
-        if (
-            outcome.failed
-            and self.following is not None
-            and outcome.action == statements.recover(self.following.channel)
-        ):
-            self.following = None
-            self._part(RecoveryView).follow("")
+        if self.following is not None and outcome.action == statements.recover(self.following.channel):
+            if outcome.failed:
+                self.following = None
+                self._part(RecoveryView).follow("")
+            else:
+                self.following.start_returned(outcome.finished_at)
         if self.refresh_s:
             self.poll()  # show what the statement did without waiting for the next tick
 

@@ -14,6 +14,7 @@ from engine.binlog.columns import decode_rows_event
 from engine.binlog.events import RowsEvent, TableMap
 from engine.binlog.reader import LoggedEvent, ReaderState
 from engine.errors import BinlogError, RelaydeckError
+from engine.gc_tuning import relax_garbage_collector
 from engine.relaylog.index import resolve_inputs
 from engine.relaylog.stream import stream_events
 from engine.render import json_value, quoted
@@ -742,6 +743,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     if out is None and hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `relaydeck events … | head` ends quietly
+    relax_garbage_collector()  # every command here decodes relay logs (see engine/gc_tuning.py)
     func: Callable[[argparse.Namespace, TextIO], int] = args.func
     try:
         return func(args, stream)

@@ -9,8 +9,10 @@ from engine.replica.monitor import ChannelView
 from . import formatting as fmt
 
 ACTIVE_STATES = ("running", "recovering", "waiting")
-# Status is published a few times a second: a snapshot this long after the START that still shows
-# the channel stopped means the run already ended, even if no snapshot ever saw it running.
+# Status is published a few times a second: a snapshot this long after the START returned that
+# still shows the channel stopped means the run already ended, even if no snapshot saw it running.
+# Counted from the START's return, not from the request: on a loaded machine the statement itself
+# may take longer than this to start the channel.
 GRACE_S = 1.0
 
 
@@ -19,6 +21,10 @@ class RecoveryFollow:
     channel: str
     started_at: float
     seen_running: bool = False
+    start_returned_at: float | None = None  # when START … UNTIL SQL_AFTER_MTS_GAPS returned
+
+    def start_returned(self, at: float) -> None:
+        self.start_returned_at = at
 
     def observe(self, view: ChannelView | None, taken_at: float) -> tuple[bool, str]:
         """(finished, what to show) for the channel as a snapshot taken at taken_at shows it."""
@@ -30,7 +36,8 @@ class RecoveryFollow:
                 False,
                 f"recovery running: {view.state}, {fmt.count(view.transactions)} transactions applied",
             )
-        if self.seen_running or taken_at >= self.started_at + GRACE_S:
+        returned = self.start_returned_at
+        if self.seen_running or (returned is not None and taken_at >= returned + GRACE_S):
             ending = f"ended with {view.last_error}" if view.last_error else f"finished ({view.state})"
             return True, f"recovery of {fmt.channel_label(self.channel)} {ending}"
         return False, "recovery starting …"

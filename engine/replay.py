@@ -29,6 +29,7 @@ from .applier.single import (
     Until,
 )
 from .errors import RelaydeckError, RelayIndexError
+from .gc_tuning import relax_garbage_collector
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
@@ -115,6 +116,7 @@ class ChannelRun:
         stop: threading.Event | None = None,
         kill: threading.Event | None = None,
     ) -> None:
+        relax_garbage_collector()  # an applier in this process: see gc_tuning
         validate_channel_name(spec.name)
         self.slave = slave
         self.repository = repository

@@ -184,9 +184,20 @@ def test_recovery_is_followed_until_the_channel_stops_again():
 
 def test_a_recovery_too_quick_to_be_seen_running_ends_after_the_grace_time():
     follow = RecoveryFollow("bank", started_at=1000.0)
-    assert not follow.observe(channel("bank", "stopped"), 1000.0 + GRACE_S / 2)[0]
-    finished, text = follow.observe(channel("bank", "error", "Error 1062: dup"), 1000.0 + GRACE_S)
+    follow.start_returned(1000.5)
+    assert not follow.observe(channel("bank", "stopped"), 1000.5 + GRACE_S / 2)[0]
+    finished, text = follow.observe(channel("bank", "error", "Error 1062: dup"), 1000.5 + GRACE_S)
     assert finished and text == "recovery of bank ended with Error 1062: dup"
+
+
+def test_a_start_slower_than_the_grace_time_is_still_waited_for():
+    # on a loaded machine the START itself can take longer than the grace time: a stopped
+    # channel before it returned is the state before the recovery, not after it
+    follow = RecoveryFollow("bank", started_at=1000.0)
+    assert not follow.observe(channel("bank", "stopped"), 1000.0 + 5 * GRACE_S)[0]
+    follow.start_returned(1000.0 + 6 * GRACE_S)
+    assert not follow.observe(channel("bank", "stopped"), 1000.0 + 6.5 * GRACE_S)[0]
+    assert follow.observe(channel("bank", "stopped"), 1000.0 + 7 * GRACE_S)[0]
 
 
 # -- what changed between snapshots ---------------------------------------------------------------
