@@ -14,9 +14,9 @@ ensure_venv() {
     "$PY" -m venv "$VENV"
   fi
   local stamp="$VENV/.installed-$1"
-  # setup.py and the .pyx: the compiled row decoder is rebuilt when its source changes
+  # setup.py and the .pyx files: the compiled hot paths are rebuilt when their sources change
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-    || [ engine/binlog/_rowimage.pyx -nt "$stamp" ]; then
+    || [ -n "$(find engine -name '*.pyx' -newer "$stamp")" ]; then
     ensure_compiler
     "$VENV/bin/pip" install --quiet --upgrade pip
     if [ "$1" = test ]; then
