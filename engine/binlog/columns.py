@@ -366,11 +366,7 @@ class _CodeGen:
                 return [f"{out}(set_text({read}, {self.const(col.set_values)}))", f"pos += {size}"]
             return [f"{out}({read})", f"pos += {size}"]
         if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):
-            if t == ColumnType.STRING:
-                byte0, byte1 = meta >> 8, meta & 0xFF
-                max_len = (((byte0 & 0x30) ^ 0x30) << 4) | byte1 if byte0 else byte1
-            else:
-                max_len = meta
+            max_len = string_max_length(t, meta)
             if max_len > 255:
                 lines = ["n = buf[pos] | buf[pos + 1] << 8", "pos += 2"]
             else:
@@ -401,10 +397,23 @@ class _CodeGen:
         raise ValueError(f"column {col.name} has type {t}, which rows events do not carry")
 
     def _text(self, col: ColumnInfo, raw: str) -> str:
-        if col.charset is None or col.is_binary:
-            return raw
-        codec = codec_for(col.charset)
-        return f"{raw}.decode({codec!r}, 'surrogateescape')"
+        codec = text_codec(col)
+        return raw if codec is None else f"{raw}.decode({codec!r}, 'surrogateescape')"
+
+
+def string_max_length(type_code: int, meta: int) -> int:
+    """The declared byte length of a CHAR/VARCHAR column (above 255: a 2-byte length prefix)."""
+    if type_code != ColumnType.STRING:
+        return meta
+    byte0, byte1 = meta >> 8, meta & 0xFF
+    return (((byte0 & 0x30) ^ 0x30) << 4) | byte1 if byte0 else byte1
+
+
+def text_codec(col: ColumnInfo) -> str | None:
+    """The codec a character column's bytes are decoded with; None: kept as bytes."""
+    if col.charset is None or col.is_binary:
+        return None
+    return codec_for(col.charset)
 
 
 def _image_lines(
@@ -612,16 +621,12 @@ def _compiled_op(gen: _CodeGen, col: ColumnInfo) -> tuple[int, int, object]:
         return opcodes["datetime2"], meta, None
     if t == ColumnType.TIMESTAMP2 and meta <= 6:
         return opcodes["timestamp2"], meta, None
-    codec = None if col.charset is None or col.is_binary else codec_for(col.charset).encode()
+    codec = text_codec(col)
+    encoded = None if codec is None else codec.encode()
     if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING) or (t == ColumnType.STRING and not col.is_binary):
-        if t == ColumnType.STRING:
-            byte0, byte1 = meta >> 8, meta & 0xFF
-            max_len = (((byte0 & 0x30) ^ 0x30) << 4) | byte1 if byte0 else byte1
-        else:
-            max_len = meta
-        return opcodes["string"], 2 if max_len > 255 else 1, codec
+        return opcodes["string"], 2 if string_max_length(t, meta) > 255 else 1, encoded
     if t in _BLOB_TYPES and 0 <= meta <= 4:
-        return opcodes["string"], meta or 4, codec
+        return opcodes["string"], meta or 4, encoded
     name = f"read{gen.const(None)}"
     body = gen.value_lines(col, "out", False)
     src = ["def " + name + "(buf, pos):", "    box = []", "    out = box.append"]
