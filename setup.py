@@ -1,4 +1,5 @@
-"""Builds the optional C forms of the hot paths: the row-image decoder and the reader's event loop.
+"""Builds the optional C forms of the hot paths: the row-image decoder, the decoders
+of the events every transaction carries, and the reader's event loop.
 
 Everything else is declared in pyproject.toml. The extensions are optional: where they cannot be
 built, relaydeck runs on their pure-Python twins, which give the same results, only slower.
@@ -14,6 +15,7 @@ else:
     extensions = cythonize(
         [
             Extension("engine.binlog._rowimage", ["engine/binlog/_rowimage.pyx"], optional=True),
+            Extension("engine.binlog._decoders", ["engine/binlog/_decoders.pyx"], optional=True),
             Extension(
                 "engine.binlog._framing", ["engine/binlog/_framing.pyx"], libraries=["z"], optional=True
             ),

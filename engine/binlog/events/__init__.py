@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..constants import ROWS_EVENT_TYPES, EventType
+from ...gtids import MariaGtid
+from .. import primitives
+from ..compiled import load
+from ..constants import ROWS_EVENT_TYPES, EventType, RowsKind
+from . import gtid as gtid_module
+from . import rows as rows_module
 from .base import HEADER, BinlogEvent, DecodeContext, EventHeader
 from .control import (
     FormatDescription,
@@ -107,6 +112,39 @@ DECODERS: dict[int, Decoder] = {
     EventType.SLAVE: decode_opaque,
 }
 DECODERS.update(dict.fromkeys(ROWS_EVENT_TYPES, decode_rows))
+
+
+def _compiled_decoders() -> dict[str, Decoder] | None:
+    """The C forms of the per-transaction decoders (engine/binlog/_decoders.pyx), where built."""
+    compiled = load("_decoders")
+    if compiled is None:
+        return None
+    return compiled.configure(  # type: ignore[no-any-return]
+        {
+            "decoders": (decode_rows, decode_gtid, decode_maria_gtid, decode_table_map, decode_xid),
+            "classes": (RowsEvent, Gtid, MariaGtidEvent, MariaGtid, Xid),
+            "rows_types": ROWS_EVENT_TYPES,
+            "update": RowsKind.UPDATE,
+            "partial_type": EventType.PARTIAL_UPDATE_ROWS,
+            "anonymous_type": EventType.ANONYMOUS_GTID,
+            "table_map_type": EventType.TABLE_MAP,
+            "bitmaps": primitives.BITMAPS,
+            "bitmap": primitives.bitmap,
+            "sids": gtid_module._SIDS,
+            "table_maps": rows_module._TABLE_MAPS,
+        }
+    )
+
+
+# The reader uses the C decoders where they are built; they hand anything unusual to the Python
+# decoders above, so results and errors are the same either way.
+COMPILED_DECODERS = _compiled_decoders()
+if COMPILED_DECODERS is not None:
+    DECODERS.update(dict.fromkeys(ROWS_EVENT_TYPES, COMPILED_DECODERS["rows"]))
+    DECODERS[EventType.GTID] = DECODERS[EventType.ANONYMOUS_GTID] = COMPILED_DECODERS["gtid"]
+    DECODERS[EventType.MARIADB_GTID] = COMPILED_DECODERS["maria_gtid"]
+    DECODERS[EventType.TABLE_MAP] = COMPILED_DECODERS["table_map"]
+    DECODERS[EventType.XID] = COMPILED_DECODERS["xid"]
 
 __all__ = [
     "DECODERS",
