@@ -1,5 +1,6 @@
 """Builds the optional C forms of the hot paths: the row-image decoder, the decoders
-of the events every transaction carries, and the reader's event loop.
+of the events every transaction carries, the reader's event loop, and the row lines of
+`relaydeck events --rows`.
 
 Everything else is declared in pyproject.toml. The extensions are optional: where they cannot be
 built, relaydeck runs on their pure-Python twins, which give the same results, only slower.
@@ -16,6 +17,7 @@ else:
         [
             Extension("engine.binlog._rowimage", ["engine/binlog/_rowimage.pyx"], optional=True),
             Extension("engine.binlog._decoders", ["engine/binlog/_decoders.pyx"], optional=True),
+            Extension("engine._rowtext", ["engine/_rowtext.pyx"], optional=True),
             Extension(
                 "engine.binlog._framing", ["engine/binlog/_framing.pyx"], libraries=["z"], optional=True
             ),

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.binlog.columns import decode_rows_event
+from engine.binlog.constants import EVENT_TYPE_NAMES, event_type_name
 from engine.binlog.events import RowsEvent, TableMap
 from engine.binlog.reader import LoggedEvent, ReaderState
 from engine.errors import BinlogError, RelaydeckError
 from engine.gc_tuning import relax_garbage_collector
 from engine.relaylog.index import resolve_inputs
 from engine.relaylog.stream import stream_events
-from engine.render import json_value, quoted
+from engine.render import json_value, row_lines_fast
 from engine.transactions import row_kind_name
 
 BUNDLED_RELAY_LOG = (
@@ -34,24 +35,10 @@ def _iter_inputs(paths: list[str], from_pos: int) -> Iterator[LoggedEvent]:
         first = False
 
 
-def _row_lines(images) -> list[str]:  # type: ignore[no-untyped-def]
-    table = f"`{images.table_map.schema}`.`{images.table_map.table}`"
-    verb = row_kind_name(images.kind)
-    columns = images.columns
+def _row_lines(images) -> str:  # type: ignore[no-untyped-def]
+    head = f"### {row_kind_name(images.kind)} `{images.table_map.schema}`.`{images.table_map.table}` "
     # straight from the column lists: RowImages.rows() would build two dicts per row
-    images_shown = [
-        [(columns[i].name, values) for i, values in image.items()]
-        for image in (images.before, images.after)
-        if image
-    ]
-    lines = []
-    for r in range(images.count):
-        parts = [
-            "(" + ", ".join([f"{name}={quoted(values[r])}" for name, values in image]) + ")"
-            for image in images_shown
-        ]
-        lines.append(f"### {verb} {table} " + " -> ".join(parts))
-    return lines
+    return row_lines_fast(head, images.columns, (images.before, images.after), images.count)
 
 
 def _rows_json(images) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -85,6 +72,7 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
     table_maps: dict[int, TableMap] = {}
     write = pending.append
     limit, rows, as_json = args.limit, args.rows, args.json  # locals: read once per event
+    type_names = EVENT_TYPE_NAMES
     shown = 0
     for logged in _iter_inputs(args.inputs, args.from_pos):
         if len(pending) >= 4096:
@@ -125,12 +113,13 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
             write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
             info = event.info().replace("\n", " ")
+            code = header.type_code
             write(
-                f"{logged.log_name}\t{logged.pos}\t{logged.event_type}\t{header.server_id}\t"
-                f"{header.log_pos}\t{info}\n"
+                f"{logged.log_name}\t{logged.pos}\t{type_names.get(code) or event_type_name(code)}\t"
+                f"{header.server_id}\t{header.log_pos}\t{info}\n"
             )
             if images is not None:
-                write("\n".join(_row_lines(images)) + "\n")
+                write(_row_lines(images))
             elif rows_error:
                 write(f"### ({rows_error})\n")
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from .binlog.compiled import load
 from .binlog.json_binary import json_text
 
 
@@ -103,3 +105,29 @@ def quoted(value: Any) -> str:
         return value_text(value)
     text = value_text(value).replace("\\", "\\\\").replace("'", "\\'")
     return f"'{text}'"
+
+
+def row_lines(
+    head: str, columns: Sequence[Any], images: tuple[dict[int, list[Any]] | None, ...], count: int
+) -> str:
+    """The rows as mysqlbinlog -v shows them, one line (and newline) per row: head, then each
+    image present as (name=value, ...), joined by ' -> '.
+
+    columns: the table's columns (each with a .name); images: the before and after images, each
+    None, or a dict of column index -> that column's values.
+    """
+    shown = [[(columns[i].name, values) for i, values in image.items()] for image in images if image]
+    return "".join(
+        head
+        + " -> ".join(
+            "(" + ", ".join([f"{name}={quoted(values[r])}" for name, values in image]) + ")"
+            for image in shown
+        )
+        + "\n"
+        for r in range(count)
+    )
+
+
+_rowtext = load("_rowtext", __package__)
+# the C form where it is built (same text: tests/test_rowtext_compiled.py), else the one above
+row_lines_fast = _rowtext.configure(quoted) if _rowtext is not None else row_lines

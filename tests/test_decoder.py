@@ -208,6 +208,6 @@ def test_events_rows_text_lines_show_each_row_of_each_event_in_order():
                     )
                     for before, after in images.rows()
                 ]
-                assert _row_lines(images) == expected
+                assert _row_lines(images) == "".join(line + "\n" for line in expected)
                 checked += len(expected)
     assert checked > 1000

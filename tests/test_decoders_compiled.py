@@ -146,7 +146,16 @@ def gtid_bodies(draw: st.DrawFn) -> bytes:
     if draw(st.booleans()):
         body += draw(
             st.sampled_from(
-                [bytes([draw(st.integers(0, 250))]), b"\xfa", b"\xfc\x00\x01", b"\xfb", b"\xfe" + bytes(8)]
+                [
+                    bytes([draw(st.integers(0, 250))]),
+                    b"\xfa",
+                    b"\xfc\x00\x01",
+                    b"\xfd\x01\x02\x03",
+                    b"\xfb",
+                    b"\xfe" + bytes(8),
+                    b"\xff" + bytes(range(8)),
+                    b"\xfd\x01",
+                ]
             )
         )
     if draw(st.booleans()):

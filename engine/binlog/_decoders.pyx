@@ -214,11 +214,14 @@ def decode_gtid(header, body, ctx):
         else:
             immediate = original = stamp
     length = None
-    if pos < n:
-        if p[pos] >= 251:  # a wide or NULL length: rare, the Python decoder reads it
+    cdef int first, width
+    if pos < n:  # the transaction length, a packed integer (NULL: the Python decoder's error)
+        first = p[pos]
+        width = 0 if first < 251 else 2 if first == 252 else 3 if first == 253 else 8 if first >= 254 else -1
+        if width < 0 or pos + 1 + width > n:
             return _py_gtid(header, body, ctx)
-        length = p[pos]
-        pos += 1
+        length = first if width == 0 else _uint(p + pos + 1, width)
+        pos += 1 + width
     immediate_version = original_version = None
     cdef unsigned long long version
     if pos + 4 <= n:

@@ -13,16 +13,16 @@ import warnings
 from types import ModuleType
 
 
-def load(name: str) -> ModuleType | None:
-    """engine.binlog.<name> compiled from <name>.pyx, or None."""
+def load(name: str, package: str = __package__) -> ModuleType | None:
+    """<package>.<name> compiled from <name>.pyx beside it (engine.binlog by default), or None."""
     try:
-        module = importlib.import_module(f"{__package__}.{name}")
+        module = importlib.import_module(f"{package}.{name}")
     except ImportError:
         return None
-    source = os.path.join(os.path.dirname(__file__), f"{name}.pyx")
+    source = os.path.join(os.path.dirname(module.__file__ or ""), f"{name}.pyx")
     if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(module.__file__ or source):
         warnings.warn(
-            f"engine/binlog/{name}.pyx changed since it was compiled: its pure-Python twin runs "
+            f"{package.replace('.', '/')}/{name}.pyx changed since it was compiled: its pure-Python twin runs "
             "until it is rebuilt (pip install -e .)",
             RuntimeWarning,
             stacklevel=2,

@@ -1,0 +1,62 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The compiled form of render.row_lines: rows events as `### INSERT ... (c=v, ...)` lines.
+
+`relaydeck events --rows` prints one such line per row, and formatting them was a quarter of its
+time. Integers, strings and NULL (nearly every value of an OLTP log) are written here; any other
+value goes through render.quoted, so the text is the same as the Python form's
+(tests/test_rowtext_compiled.py compares them).
+"""
+
+cdef object _py_quoted = None
+
+
+def configure(py_quoted):
+    global _py_quoted
+    _py_quoted = py_quoted
+    return row_lines
+
+
+cdef inline str _quoted(object value):
+    cdef type kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str:
+        if "\\" in value or "'" in value:
+            value = (<str> value).replace("\\", "\\\\").replace("'", "\\'")
+        return "'" + <str> value + "'"
+    if value is None:
+        return "NULL"
+    return _py_quoted(value)
+
+
+def row_lines(str head, columns, tuple images, Py_ssize_t count):
+    """The rows as text, one line (and newline) per row: head, then each image present as
+    (name=value, ...), joined by ' -> '.
+
+    columns: the table's columns (each with a .name); images: the before and after images, each
+    None, or a dict of column index -> that column's values.
+    """
+    cdef list shown = []
+    for image in images:
+        if image:
+            shown.append([(columns[i].name, values) for i, values in (<dict> image).items()])
+    cdef list parts = []
+    cdef Py_ssize_t r
+    cdef bint first_image, first_column
+    for r in range(count):
+        parts.append(head)
+        first_image = True
+        for image in shown:
+            parts.append("(" if first_image else " -> (")
+            first_image = False
+            first_column = True
+            for name, values in <list> image:
+                if not first_column:
+                    parts.append(", ")
+                first_column = False
+                parts.append(name)
+                parts.append("=")
+                parts.append(_quoted(values[r]))
+            parts.append(")")
+        parts.append("\n")
+    return "".join(parts)

@@ -1,0 +1,81 @@
+"""The compiled row-line formatter of `relaydeck events --rows` against render.row_lines."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import render
+
+compiled_only = pytest.mark.skipif(
+    render.row_lines_fast is render.row_lines, reason="the compiled row-line formatter is not built"
+)
+
+
+def test_the_compiled_row_line_formatter_is_built_and_used() -> None:
+    assert render.row_lines_fast is not render.row_lines
+
+
+values = st.one_of(
+    st.none(),
+    st.integers(-(2**70), 2**70),
+    st.text(),
+    st.sampled_from(["it's", "back\\slash", "'", "\\'", ""]),
+    st.binary(max_size=8),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3),
+    st.booleans(),
+    st.datetimes(min_value=dt.datetime(1000, 1, 1)),
+    st.dates(),
+    st.timedeltas(),
+    st.lists(st.floats(allow_nan=False, width=32), max_size=3),
+)
+
+
+@dataclass
+class Column:
+    name: str
+
+
+@st.composite
+def images(draw: st.DrawFn) -> tuple[list[Column], tuple[dict[int, list[object]] | None, ...], int]:
+    """Columns, a before and an after image (None, or some columns' values), a row count."""
+    count = draw(st.integers(0, 4))
+    columns = [Column(n) for n in draw(st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=5))]
+
+    def image() -> dict[int, list[object]] | None:
+        if draw(st.integers(0, 3)) == 0:
+            return None
+        present = draw(st.lists(st.sampled_from(range(len(columns))), unique=True))
+        return {i: draw(st.lists(values, min_size=count, max_size=count)) for i in present}
+
+    return columns, (image(), image()), count
+
+
+@compiled_only
+@settings(max_examples=400, deadline=None)
+@given(case=images(), head=st.sampled_from(["### INSERT `d`.`t` ", "### UPDATE `a``b`.`c` ", ""]))
+def test_both_forms_write_the_same_lines(case: tuple, head: str) -> None:
+    columns, shown, count = case
+    expected = render.row_lines(head, columns, shown, count)
+    assert render.row_lines_fast(head, columns, shown, count) == expected
+    assert expected.endswith("\n") or count == 0
+
+
+def test_a_row_line_reads_like_mysqlbinlog() -> None:
+    for form in {render.row_lines, render.row_lines_fast}:
+        text = form(
+            "### UPDATE `db`.`t` ",
+            [Column("id"), Column("note"), Column("d")],
+            ({0: [7, 9], 1: ["it's", "x"]}, {0: [8, 9], 1: [None, "y"], 2: [Decimal("1.50"), Decimal(2)]}),
+            2,
+        )
+        assert text == (
+            "### UPDATE `db`.`t` (id=7, note='it\\'s') -> (id=8, note=NULL, d=1.50)\n"
+            "### UPDATE `db`.`t` (id=9, note='x') -> (id=9, note='y', d=2)\n"
+        )
