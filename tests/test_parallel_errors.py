@@ -74,15 +74,21 @@ def test_stop_waits_for_assigned_transactions_and_leaves_no_gaps(tmp_path):
     summary = generate("oltp", 42, tmp_path / "relay", size_mb=3)
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
     spec = [ChannelSpec("", summary.index_file)]
-    options = ParallelOptions(workers=4, parallel_type="logical_clock", preserve_commit_order=False)
-    replay = Replay(slave, repo, spec, parallel=options, limits=BatchLimits(transactions=20))
+    # small queues: the coordinator cannot read far ahead of the workers before the STOP
+    options = ParallelOptions(
+        workers=4, parallel_type="logical_clock", preserve_commit_order=False, pending_jobs_size_max=64 * 1024
+    )
+    committed = []
 
-    def stop_when_busy(live):  # type: ignore[no-untyped-def]
-        applier = replay.appliers.get("")
-        if applier is not None and applier.stats.commits >= 3:
+    def stop_when_busy(transactions):  # type: ignore[no-untyped-def]
+        # from a worker's commit, not the status tick: a fast replay may end between two ticks
+        committed.extend(transactions)
+        if len(committed) >= 60:
             replay.stop.set()
 
-    replay.on_tick = stop_when_busy
+    replay = Replay(
+        slave, repo, spec, parallel=options, limits=BatchLimits(transactions=20), on_commit=stop_when_busy
+    )
     (outcome,) = replay.run()
     assert outcome.stats.stopped_by == "STOP"
     assert 0 < outcome.stats.transactions < summary.transactions
