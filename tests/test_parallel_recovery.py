@@ -98,15 +98,24 @@ def _kill_worker_mid_run(tmp_path, order: str):  # type: ignore[no-untyped-def]
     spec = [ChannelSpec("", summary.index_file)]
     from engine.applier.single import BatchLimits
 
-    options = ParallelOptions(workers=4, parallel_type="writeset", preserve_commit_order=order == "on")
-    replay = Replay(slave, repo, spec, parallel=options, limits=BatchLimits(transactions=10))
+    # small queues: the coordinator cannot read far ahead of the workers before the KILL
+    options = ParallelOptions(
+        workers=4,
+        parallel_type="writeset",
+        preserve_commit_order=order == "on",
+        pending_jobs_size_max=64 * 1024,
+    )
+    committed = []
 
-    def kill_when_busy(live):  # type: ignore[no-untyped-def]
-        applier = replay.appliers.get("")
-        if applier is not None and applier.stats.commits >= 5:
+    def kill_when_busy(transactions):  # type: ignore[no-untyped-def]
+        # from a worker's commit, not the status tick: a fast replay may end between two ticks
+        committed.extend(transactions)
+        if len(committed) >= 50:
             replay.kill.set()
 
-    replay.on_tick = kill_when_busy
+    replay = Replay(
+        slave, repo, spec, parallel=options, limits=BatchLimits(transactions=10), on_commit=kill_when_busy
+    )
     replay.run()
     return summary, slave, repo, spec, options
 
