@@ -14,9 +14,9 @@ ensure_venv() {
     "$PY" -m venv "$VENV"
   fi
   local stamp="$VENV/.installed-$1"
-  # setup.py and the .pyx files: the compiled hot paths are rebuilt when their sources change
+  # setup.py and the .pyx/.pxd files: the compiled hot paths are rebuilt when their sources change
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-    || [ -n "$(find engine -name '*.pyx' -newer "$stamp")" ]; then
+    || [ -n "$(find engine \( -name '*.pyx' -o -name '*.pxd' \) -newer "$stamp")" ]; then
     ensure_compiler
     "$VENV/bin/pip" install --quiet --upgrade pip
     if [ "$1" = test ]; then

@@ -13,6 +13,8 @@ tests/test_decoders_compiled.py compares both forms on every bundled log and on 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcpy
 
+from engine.binlog._bytes cimport le
+
 # The Python side: configure() fills these in (events/__init__.py passes them).
 cdef object _py_rows = None
 cdef object _py_gtid = None
@@ -59,22 +61,6 @@ def configure(kit):
         "table_map": decode_table_map,
         "xid": decode_xid,
     }
-
-
-cdef inline unsigned int _u16(const unsigned char* p) noexcept:
-    return p[0] | (p[1] << 8)
-
-
-cdef inline unsigned long long _u32(const unsigned char* p) noexcept:
-    return p[0] | (p[1] << 8) | (p[2] << 16) | (<unsigned long long> p[3] << 24)
-
-
-cdef inline unsigned long long _uint(const unsigned char* p, int n) noexcept:
-    cdef unsigned long long value = 0
-    cdef int i
-    for i in range(n - 1, -1, -1):
-        value = value << 8 | p[i]
-    return value
 
 
 # -- rows events -------------------------------------------------------------------------------
@@ -127,20 +113,20 @@ def decode_rows(header, body, ctx):
     if post == 6:
         if n < 6:
             return _py_rows(header, body, ctx)
-        table_id = _u32(p)
-        flags = _u16(p + 4)
+        table_id = le(p, 4)
+        flags = le(p + 4, 2)
         pos = 6
     else:
         if n < 8:
             return _py_rows(header, body, ctx)
-        table_id = _u32(p) | (<unsigned long long> _u16(p + 4) << 32)
-        flags = _u16(p + 6)
+        table_id = le(p, 4) | (<unsigned long long> le(p + 4, 2) << 32)
+        flags = le(p + 6, 2)
         pos = 8
     extra = b""
     if version == 2 and post >= pos + 2:
         if pos + 2 > n:
             return _py_rows(header, body, ctx)
-        extra_len = _u16(p + pos)
+        extra_len = le(p + pos, 2)
         if extra_len < 2 or pos + extra_len > n:
             return _py_rows(header, body, ctx)
         if extra_len > 2:
@@ -191,25 +177,25 @@ def decode_gtid(header, body, ctx):
     sid = _sids.get(body[1:17])
     if sid is None:  # a source not seen before: the Python decoder formats and remembers it
         return _py_gtid(header, body, ctx)
-    cdef long long gno = <long long> _uint(p + 17, 8)
+    cdef long long gno = <long long> le(p + 17, 8)
     cdef Py_ssize_t pos = 25
     last_committed = sequence_number = None
     if pos < n and p[pos] == LOGICAL_TIMESTAMP_TYPECODE:
         if pos + 17 > n:
             return _py_gtid(header, body, ctx)
-        last_committed = _uint(p + pos + 1, 8)
-        sequence_number = _uint(p + pos + 9, 8)
+        last_committed = le(p + pos + 1, 8)
+        sequence_number = le(p + pos + 9, 8)
         pos += 17
     immediate = original = None
     cdef unsigned long long stamp
     if pos + 7 <= n:
-        stamp = _uint(p + pos, 7)
+        stamp = le(p + pos, 7)
         pos += 7
         if stamp & (1ULL << 55):
             if pos + 7 > n:
                 return _py_gtid(header, body, ctx)
             immediate = stamp & ~(1ULL << 55)
-            original = _uint(p + pos, 7)
+            original = le(p + pos, 7)
             pos += 7
         else:
             immediate = original = stamp
@@ -220,22 +206,22 @@ def decode_gtid(header, body, ctx):
         width = 0 if first < 251 else 2 if first == 252 else 3 if first == 253 else 8 if first >= 254 else -1
         if width < 0 or pos + 1 + width > n:
             return _py_gtid(header, body, ctx)
-        length = first if width == 0 else _uint(p + pos + 1, width)
+        length = first if width == 0 else le(p + pos + 1, width)
         pos += 1 + width
     immediate_version = original_version = None
     cdef unsigned long long version
     if pos + 4 <= n:
-        version = _u32(p + pos)
+        version = le(p + pos, 4)
         pos += 4
         if version & (1ULL << 31):
             if pos + 4 > n:
                 return _py_gtid(header, body, ctx)
             immediate_version = version & ~(1ULL << 31)
-            original_version = _u32(p + pos)
+            original_version = le(p + pos, 4)
             pos += 4
         else:
             immediate_version = original_version = version
-    ticket = _uint(p + pos, 8) if pos + 8 <= n else None
+    ticket = le(p + pos, 8) if pos + 8 <= n else None
     event = _Gtid.__new__(_Gtid)
     event.header = header
     event.flags = p[0]
@@ -265,13 +251,13 @@ def decode_maria_gtid(header, body, ctx):
     if flags & MARIA_GROUP_COMMIT_ID:
         if pos + 8 > n:
             return _py_maria_gtid(header, body, ctx)
-        commit_id = _uint(p + pos, 8)
+        commit_id = le(p + pos, 8)
         pos += 8
     if flags & MARIA_XA or pos < n:  # XA, and the extra flags of newer servers: the Python decoder
         return _py_maria_gtid(header, body, ctx)
     event = _MariaGtidEvent.__new__(_MariaGtidEvent)
     event.header = header
-    event.gtid = _MariaGtid(_u32(p + 8), header[2], _uint(p, 8))
+    event.gtid = _MariaGtid(le(p + 8, 4), header[2], le(p, 8))
     event.flags = flags
     event.commit_id = commit_id
     event.xa_format_id = None
@@ -313,5 +299,5 @@ def decode_xid(header, body, ctx):
         return _py_xid(header, body, ctx)
     event = _Xid.__new__(_Xid)
     event.header = header
-    event.xid = _uint(<const unsigned char*> PyBytes_AS_STRING(body), 8)
+    event.xid = le(<const unsigned char*> PyBytes_AS_STRING(body), 8)
     return event

@@ -12,6 +12,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint32_t
 
+from engine.binlog._bytes cimport le
+
 
 cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char* buf, unsigned int length) nogil
@@ -36,19 +38,15 @@ cdef struct Frame:
     int flags
 
 
-cdef inline uint32_t _u32(const unsigned char* p) noexcept:
-    return p[0] | (p[1] << 8) | (p[2] << 16) | (<uint32_t> p[3] << 24)
-
-
 cdef int _header(object data, Py_ssize_t pos, Frame* frame) except -1:
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     cdef const unsigned char* p = <const unsigned char*> view.buf + pos
-    frame.timestamp = _u32(p)
+    frame.timestamp = <uint32_t> le(p, 4)
     frame.type_code = p[4]
-    frame.server_id = _u32(p + 5)
-    frame.size = _u32(p + 9)
-    frame.log_pos = _u32(p + 13)
+    frame.server_id = <uint32_t> le(p + 5, 4)
+    frame.size = <uint32_t> le(p + 9, 4)
+    frame.log_pos = <uint32_t> le(p + 13, 4)
     frame.flags = p[17] | (p[18] << 8)
     PyBuffer_Release(&view)
     return 0
@@ -61,7 +59,7 @@ cdef object _checked_body(object data, Py_ssize_t pos, Py_ssize_t body_end, bint
     cdef const unsigned char* p = <const unsigned char*> view.buf
     cdef object body
     try:
-        if checksum and crc32(0, p + pos, <unsigned int> (body_end - pos)) != _u32(p + body_end):
+        if checksum and crc32(0, p + pos, <unsigned int> (body_end - pos)) != <uint32_t> le(p + body_end, 4):
             return None
         body = PyBytes_FromStringAndSize(<const char*> p + pos + HEADER_LEN, body_end - pos - HEADER_LEN)
     finally:

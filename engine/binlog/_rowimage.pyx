@@ -18,6 +18,8 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from engine.binlog._bytes cimport be as _be, le as _le
+
 import_datetime()
 
 # Opcodes; columns.py maps column types onto them (the numbers are shared through OPCODES).
@@ -57,22 +59,6 @@ cdef inline bint _valid_date(long year, long month, long day):
     if month == 2 and day == 29:
         return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
     return day <= _DAYS_IN_MONTH[month]
-
-
-cdef inline uint64_t _be(const unsigned char* p, int n):
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(n):
-        v = (v << 8) | p[i]
-    return v
-
-
-cdef inline uint64_t _le(const unsigned char* p, int n):
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(n - 1, -1, -1):
-        v = (v << 8) | p[i]
-    return v
 
 
 cdef class RowProgram:
