@@ -5,8 +5,8 @@
 Measures `relaydeck replay` (transactions/s, MB/s) on the bundled MariaDB capture and on a
 generated relay log, checking each result against its oracle. With --peer it also runs
 ../shared/peer/peer.sh on the full-size capture (PROFILE=big: made once, reused from $PEER_LAB),
-times MariaDB 10.11's applier on it, then relaydeck on the same files, and compares relaydeck's
-tables with MariaDB's. Figures are printed and written to benchmarks/results/replay_throughput.json.
+and in each round times MariaDB 10.11's applier on it, then relaydeck's single applier and its
+process pool on the same files, and compares relaydeck's tables with MariaDB's. Figures are printed and written to benchmarks/results/replay_throughput.json.
 """
 
 from __future__ import annotations
@@ -114,9 +114,10 @@ def peer_apply(lab: Path, configs: str) -> dict[str, object]:
     return out
 
 
-def _workers_and_type(text: str) -> tuple[int, str]:
-    workers, _, kind = text.partition(":")
-    return int(workers), kind
+def _workers_and_type(text: str) -> tuple[int, str, str]:
+    """N:TYPE or N:TYPE:POOL (threads, processes)."""
+    workers, kind, *pool = text.split(":")
+    return int(workers), kind, pool[0] if pool else "threads"
 
 
 def main() -> int:
@@ -133,16 +134,27 @@ def main() -> int:
         "--peer-rounds",
         type=int,
         default=2,
-        help="rounds of MariaDB then relaydeck's single applier on the full capture (default 2)",
+        help="rounds of MariaDB, then relaydeck's single applier and process pool, on the full capture (default 2)",
+    )
+    parser.add_argument(
+        "--pool-workers",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="worker processes of the process pool measured in every round (default: the CPU count)",
     )
     parser.add_argument(
         "--peer-parallel",
         nargs="*",
         type=_workers_and_type,
-        default=[(2, "logical_clock"), (4, "logical_clock"), (4, "writeset"), (4, "database")],
-        metavar="N:TYPE",
-        help="multi-threaded configurations measured on the full capture (default 2:logical_clock "
-        "4:logical_clock 4:writeset 4:database)",
+        default=[
+            (2, "logical_clock", "threads"),
+            (4, "logical_clock", "threads"),
+            (4, "writeset", "threads"),
+            (4, "database", "threads"),
+        ],
+        metavar="N:TYPE[:POOL]",
+        help="parallel configurations measured once on the full capture (default 2:logical_clock "
+        "4:logical_clock 4:writeset 4:database, thread pool)",
     )
     args = parser.parse_args()
 
@@ -164,6 +176,17 @@ def main() -> int:
         generated / "expected",
         1,
     )
+    results["generated_oltp_process_pool"] = measure(
+        f"generated oltp {args.size:g} MB, process pool of {args.pool_workers}",
+        [ChannelSpec("", generated / "relay-bin.index")],
+        generated / "expected",
+        1,
+        ParallelOptions(workers=args.pool_workers, pool="processes"),
+    )
+    results["generated_oltp_process_pool_over_single_applier"] = round(
+        results["generated_oltp_process_pool"]["trx_per_s"] / results["generated_oltp"]["trx_per_s"],
+        2,  # type: ignore[index,operator]
+    )
     if args.peer:
         lab = Path(args.peer_lab)
         capture = peer_capture(lab)
@@ -178,11 +201,19 @@ def main() -> int:
         for _ in range(args.peer_rounds):
             mariadb = peer_apply(lab, "0:none 4:optimistic 4:conservative")
             ours = measure(name, channels, lab / "expected", 1)
+            pool = ParallelOptions(workers=args.pool_workers, pool="processes")
+            pooled = measure(
+                f"{name}, process pool of {args.pool_workers}", channels, lab / "expected", 1, pool
+            )
             best = max(mariadb.values(), key=lambda r: r["trx_per_s"])  # type: ignore[index]
             rounds.append(
                 {
                     "mariadb": mariadb,
                     "relaydeck_single_applier": ours,
+                    "relaydeck_process_pool": pooled,
+                    "process_pool_workers": args.pool_workers,
+                    "process_pool_ratio_to_mariadb_best": round(pooled["trx_per_s"] / best["trx_per_s"], 2),  # type: ignore[index,operator]
+                    "process_pool_over_single_applier": round(pooled["trx_per_s"] / ours["trx_per_s"], 2),  # type: ignore[index,operator]
                     "ratio_to_mariadb_single_threaded": round(
                         ours["trx_per_s"] / mariadb["0:none"]["trx_per_s"], 2
                     ),  # type: ignore[index,operator]
@@ -195,15 +226,21 @@ def main() -> int:
             key=lambda run: run["trx_per_s"],
         )
         parallel = {}
-        for workers, kind in args.peer_parallel:
-            options = ParallelOptions(workers=workers, parallel_type=kind)
-            parallel[f"{workers}:{kind}"] = measure(
-                f"{name}, {workers} workers, {kind}", channels, lab / "expected", 1, options
+        for workers, kind, pool_kind in args.peer_parallel:
+            options = ParallelOptions(workers=workers, parallel_type=kind, pool=pool_kind)
+            parallel[f"{workers}:{kind}:{pool_kind}"] = measure(
+                f"{name}, {workers} workers, {kind}, {pool_kind}", channels, lab / "expected", 1, options
             )
         best_parallel = max(parallel.values(), key=lambda r: r["trx_per_s"], default=None)  # type: ignore[index,return-value]
         results["peer"] = {
             "rounds": rounds,
             "ratio_to_mariadb_best_per_round": [r["ratio_to_mariadb_best"] for r in rounds],
+            "process_pool_ratio_to_mariadb_best_per_round": [
+                r["process_pool_ratio_to_mariadb_best"] for r in rounds
+            ],
+            "process_pool_over_single_applier_per_round": [
+                r["process_pool_over_single_applier"] for r in rounds
+            ],
             "ratio_to_mariadb_best_median": round(
                 statistics.median(r["ratio_to_mariadb_best"] for r in rounds),
                 2,  # type: ignore[misc]

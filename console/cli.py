@@ -191,8 +191,8 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if not 0 <= args.workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")
     if args.workers == 0:
-        if args.pool == "spark":
-            raise RelaydeckError("--pool spark is a pool of workers: give --workers N (1 or more)")
+        if args.pool != "threads":
+            raise RelaydeckError(f"--pool {args.pool} is a pool of workers: give --workers N (1 or more)")
         return None
     try:
         return ParallelOptions(
@@ -620,9 +620,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--pool",
-        choices=("threads", "spark"),
+        choices=("threads", "spark", "processes"),
         default="threads",
-        help="threads (default), or spark: row decoding and writesets in Spark tasks (needs --workers > 0)",
+        help="threads (default); spark: row decoding and writesets in Spark tasks; processes: worker "
+        "processes read and decode segments of the relay log, applied in source order (needs --workers > 0)",
     )
     rep.add_argument(
         "--spark-master", default=None, metavar="URL", help="a Spark cluster (default: local mode)"

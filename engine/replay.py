@@ -17,6 +17,8 @@ import watchfiles
 
 from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
+from .applier.prepare import PreparedRun, RunTransaction
+from .applier.processes import SegmentPool
 from .applier.recovery import fill_gaps
 from .applier.single import (
     ER_UNKNOWN_ERROR,
@@ -166,7 +168,10 @@ class ChannelRun:
                 return
             hook = self._progress_hook(logs)
             applier: ChannelApplier | ParallelApplier
-            if settings.parallel is None:
+            pool = None
+            if settings.parallel is not None and settings.parallel.pool == "processes":
+                pool = SegmentPool(settings.parallel.workers)
+            if settings.parallel is None or pool is not None:
                 applier = ChannelApplier(
                     session,
                     spec.name,
@@ -178,6 +183,7 @@ class ChannelRun:
                     controls=replace(settings.controls),
                     follow=settings.follow,
                     on_commit=self._committed,
+                    pool=pool,
                 )
             else:
                 applier = ParallelApplier(
@@ -198,7 +204,11 @@ class ChannelRun:
                 )
             self.applier = applier
             live.transactions = applier.progress.transactions
-            outcome.stats = applier.run()
+            try:
+                outcome.stats = applier.run()
+            finally:
+                if pool is not None:
+                    pool.close()
             live.state = "OFF"
         except RelaydeckError as exc:
             self._failed(exc, exc.errno if isinstance(exc, ChannelError) else 1594)
@@ -253,10 +263,14 @@ class ChannelRun:
         folder = logs.files[0].parent
 
         def hook(stats: ApplyStats, item: object) -> None:
-            if isinstance(item, Transaction):
+            count = 1
+            if isinstance(item, PreparedRun):  # many transactions at once: record the last
+                count = len(item.transactions)
+                item = item.transactions[-1]
+            if isinstance(item, (Transaction, RunTransaction)):
                 live.relay_file, live.relay_pos = item.end.log_name, item.end.pos
                 live.last_transaction = item.gtid or f"{item.source_log_file}:{item.source_end_pos}"
-                live.transactions += 1
+                live.transactions += count
                 live.last_commit_ts = _commit_ts(item)
                 if item.end.log_name not in order:
                     order.append(item.end.log_name)  # added to the index while following

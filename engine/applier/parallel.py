@@ -63,7 +63,7 @@ from .single import (
 )
 
 PARALLEL_TYPES = ("database", "logical_clock", "writeset")
-POOLS = ("threads", "spark")
+POOLS = ("threads", "spark", "processes")
 # With the Spark pool the coordinator hands row decoding and writesets to Spark this many
 # transactions at a time: a Spark job costs tenths of a second however small it is.
 SPARK_BATCH = 4000
@@ -104,7 +104,9 @@ class ParallelOptions:
     checkpoint_period_ms: int = 300  # replica_checkpoint_period
     history_size: int = DEFAULT_HISTORY_SIZE  # binlog_transaction_dependency_history_size
     stop_timeout_s: float = 60.0  # STOP waits this long for assigned transactions
-    pool: str = "threads"  # "spark": row decoding and writesets run in Spark tasks (engine/spark)
+    # "spark": row decoding and writesets run in Spark tasks (engine/spark); "processes": worker
+    # processes read and decode segments, applied in source order (applier/processes.py)
+    pool: str = "threads"
     # WRITESET dependencies computed beforehand (`relaydeck analyze --schedule-out`): the after-ordinal
     # of transaction 1, 2, … of the relay log read from its start
     schedule: tuple[int, ...] | None = None

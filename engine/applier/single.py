@@ -13,6 +13,7 @@ import functools
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,8 @@ from ..slave.rowapply import ApplyError
 from ..transactions import Transaction, TransactionAssembler
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
+from .prepare import PreparedRun, for_slave
+from .processes import SegmentPool, prepared_chunks
 
 ER_UNKNOWN_ERROR = 1105
 _APPLY_ERRORS = (ApplyError, UntranslatableStatement, duckdb.Error)
@@ -207,6 +210,8 @@ class ApplyStats:
     bytes: int = 0
     commits: int = 0
     stopped_by: str = "end of relay log"
+    prepared_runs: int = 0  # runs a worker process prepared, applied as prepared (the process pool)
+    runs_read_again: int = 0  # prepared runs that went the ordinary way instead
     started: float = field(default_factory=time.monotonic)
 
 
@@ -229,9 +234,13 @@ class ChannelApplier:
         controls: StartControls | None = None,
         follow: bool = False,
         on_commit: CommitCallback | None = None,
+        pool: SegmentPool | None = None,
     ) -> None:
-        """follow: keep applying as the relay logs grow, until stop (`relaydeck replay --follow`)."""
+        """follow: keep applying as the relay logs grow, until stop (`relaydeck replay --follow`).
+        pool: worker processes that read and decode segments of the relay log ahead (the process
+        pool, see processes.py); None: this thread reads everything itself."""
         self.slave = slave
+        self.pool = pool
         self.follow = follow
         self.on_commit = on_commit
         self.controls = controls or StartControls()
@@ -268,15 +277,26 @@ class ChannelApplier:
         if self.until is not None and self.until.satisfied_at_start(self.executed):
             self.stats.stopped_by = "UNTIL condition"
             return self.stats
-        reader = _read_chunks(
-            self.logs, start_file, self.progress.relay_log_pos, AnyEvent(self.stop) if self.follow else None
-        )
+        reader = self._reader(start_file)
         batch: list[Transaction] = []
         batch_rows = 0
         batch_started = time.monotonic()
         try:
             for chunk in reader:
-                for item in chunk:
+                work = deque(chunk)
+                while work:
+                    item = work.popleft()
+                    if type(item) is PreparedRun:
+                        self._commit(batch)
+                        batch, batch_rows, batch_started = [], 0, time.monotonic()
+                        if self._apply_run(item):
+                            self.stats.prepared_runs += 1
+                            if self.on_progress is not None:
+                                self.on_progress(self.stats, item)
+                        else:
+                            self.stats.runs_read_again += 1
+                            work.extendleft(reversed(self._read_run(item)))
+                        continue
                     if isinstance(item, Transaction):
                         if item.gtid:
                             if self._scheduled.contains(item.gtid):
@@ -345,6 +365,85 @@ class ChannelApplier:
                 self._committer = None
         return self.stats
 
+    def _reader(self, start_file: str | None) -> Iterator[list[object]]:
+        """Worker processes prepare the relay log ahead when there is a pool and nothing asks for
+        one transaction at a time (UNTIL, the skip counter, SQL_Delay) or for following."""
+        pos = self.progress.relay_log_pos
+        if (
+            self.pool is None
+            or self.follow
+            or self.until is not None
+            or self.controls.skip_counter
+            or self.controls.sql_delay
+        ):
+            return _read_chunks(self.logs, start_file, pos, AnyEvent(self.stop) if self.follow else None)
+        return prepared_chunks(
+            self.logs, start_file, pos, self.pool, lambda name, at: _read_chunks(self.logs, name, at)
+        )
+
+    def _apply_run(self, run: PreparedRun) -> bool:
+        """Apply a run prepared by a worker process as one DuckDB transaction. False: it goes the
+        ordinary way instead (a transaction of it was applied before, a table the slave does not
+        take set-based, an apply error — which the ordinary way narrows down and reports)."""
+        scheduled = self._scheduled
+        for txn in run.transactions:
+            if txn.gtid and scheduled.contains(txn.gtid):
+                return False
+        catalog = self.slave.catalog
+        rows = self.executor.rows
+        plan = []
+        for ops in run.tables:
+            table = catalog.get((ops.schema, ops.table))
+            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
+                return False
+            plan.append((table, ops))
+        executed = ExecutedGtids.parse(str(self.executed))
+        for txn in run.transactions:
+            if txn.gtid:
+                executed.add(txn.gtid)
+        count = len(run.transactions)
+        first = self.progress.transactions + 1
+        progress = progress_after(self.progress, run.transactions[-1], str(executed), first + count - 1)  # type: ignore[arg-type]
+        self.slave.begin()
+        try:
+            for table, ops in plan:
+                rows.apply_ops(table, rows.key_positions(table), for_slave(ops, table), ops.rows)
+            self.slave.record_progress(progress)
+            self.slave.record_run(self.channel, first, run.transactions)
+            self.slave.commit()
+        except _APPLY_ERRORS:
+            self._rollback()
+            return False
+        except BaseException:
+            self._rollback()
+            raise
+        if self.on_commit is not None:
+            self.on_commit(run.transactions)  # type: ignore[arg-type]
+        for txn in run.transactions:
+            if txn.gtid:
+                scheduled.add(txn.gtid)
+        self.progress, self.executed = progress, executed
+        stats = self.stats
+        stats.transactions += count
+        stats.commits += 1
+        stats.bytes += sum(t.size for t in run.transactions)
+        stats.row_changes = rows.rows_applied
+        return True
+
+    def _read_run(self, run: PreparedRun) -> list[object]:
+        """The run's transactions read the ordinary way, from the relay log."""
+        out: list[object] = []
+        reader = _read_chunks(self.logs, run.start.log_name, run.start.pos)
+        try:
+            for chunk in reader:
+                for item in chunk:
+                    out.append(item)
+                    if isinstance(item, Transaction) and item.end == run.end:
+                        return out
+        finally:
+            reader.close()
+        return out
+
     def _commit_behind(self, batch: list[Transaction]) -> None:
         """Hand a full batch to the committer thread (after the one before it is committed).
 
@@ -389,17 +488,24 @@ class ChannelApplier:
         if not batch:
             return
         try:
-            self._apply_and_commit(batch)
-        except _APPLY_ERRORS as exc:
+            try:
+                self._apply_and_commit(batch)
+            except _APPLY_ERRORS as exc:
+                self._rollback()
+                if len(batch) == 1:
+                    raise self._channel_error(batch[0], exc) from None
+                for txn in batch:
+                    try:
+                        self._apply_and_commit([txn])
+                    except _APPLY_ERRORS as single:
+                        self._rollback()
+                        raise self._channel_error(txn, single) from None
+        except ChannelError:
+            raise
+        except BaseException:
+            # A defect: the channel stops, but it must not keep the DDL lock other channels wait on.
             self._rollback()
-            if len(batch) == 1:
-                raise self._channel_error(batch[0], exc) from None
-            for txn in batch:
-                try:
-                    self._apply_and_commit([txn])
-                except _APPLY_ERRORS as single:
-                    self._rollback()
-                    raise self._channel_error(txn, single) from None
+            raise
 
     def _apply_and_commit(self, batch: list[Transaction]) -> None:
         self.slave.begin(changes_definitions=len(batch) == 1 and is_structural(batch[0]))

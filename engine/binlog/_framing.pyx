@@ -101,11 +101,11 @@ def events(binlog, state, Py_ssize_t start, Py_ssize_t end, bint partial_tail_ok
                 pos,
                 f"{event_type_name(f.type_code)} event of {f.size} bytes runs past the end of the file ({end - pos} bytes left)",
             )
-        header = new_tuple(EventHeader, (f.timestamp, f.type_code, f.server_id, f.size, f.log_pos, f.flags))
         next_pos = pos + f.size
         if pos < start and f.type_code != FDE and f.type_code != ROTATE:
-            pos = next_pos
+            pos = next_pos  # walked over for the format and source file name only
             continue
+        header = new_tuple(EventHeader, (f.timestamp, f.type_code, f.server_id, f.size, f.log_pos, f.flags))
         if f.type_code == FDE:
             event = binlog._format_description(header, pos, state)
             context = state.context
@@ -163,3 +163,33 @@ def events(binlog, state, Py_ssize_t start, Py_ssize_t end, bint partial_tail_ok
                 yield from binlog._inner_events(event, pos, next_pos, state)
         pos = next_pos
     state.read_pos = pos
+
+
+
+def transaction_starts(data, Py_ssize_t start, Py_ssize_t end, object codes):
+    """Positions of the events in [start, end) whose type is in `codes` (the GTID events that
+    open transactions). Headers only: nothing is decoded or verified here (whoever reads the
+    segments between them does that); a header that does not frame ends the walk."""
+    cdef Py_buffer view
+    cdef const unsigned char* p
+    cdef Py_ssize_t pos = start, size
+    cdef unsigned char wanted[256]
+    cdef int code
+    for code in range(256):
+        wanted[code] = 0
+    for code in codes:
+        wanted[code] = 1
+    out = []
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char*> view.buf
+        while pos + HEADER_LEN <= end:
+            size = <Py_ssize_t> le(p + pos + 9, 4)
+            if size < HEADER_LEN or pos + size > end:
+                break
+            if wanted[p[pos + 4]]:
+                out.append(pos)
+            pos += size
+    finally:
+        PyBuffer_Release(&view)
+    return out

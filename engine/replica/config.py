@@ -2,7 +2,7 @@
 
     slave = "data/slave.duckdb"              # paths are relative to the file
     repository = "data/repository.sqlite"
-    worker_pool = "threads"                  # or "spark" (with spark_master = "spark://…")
+    worker_pool = "threads"                  # "spark" (with spark_master = "spark://…") or "processes"
 
     [variables]                              # SET GLOBAL, for channels that do not set their own
     replica_parallel_workers = 4
@@ -79,8 +79,8 @@ def parse_config(data: dict, base: Path, path: Path | None) -> ServeConfig:
     if unknown:
         raise ConfigError(f"{name}: unknown key {sorted(unknown)[0]!r} ({', '.join(sorted(known))})")
     pool = data.get("worker_pool", "threads")
-    if pool not in ("threads", "spark"):
-        raise ConfigError(f'{name}: worker_pool is "threads" or "spark", not {pool!r}')
+    if pool not in ("threads", "spark", "processes"):
+        raise ConfigError(f'{name}: worker_pool is "threads", "spark" or "processes", not {pool!r}')
     master = data.get("spark_master")
     if master is not None and not isinstance(master, str):
         raise ConfigError(f'{name}: spark_master = "URL"')

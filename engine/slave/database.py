@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 
 from .schema import Catalog
+
+if TYPE_CHECKING:
+    from ..applier.prepare import RunTransaction
 
 INTERNAL_SCHEMA = "__relaydeck"
 
@@ -219,18 +224,55 @@ class Slave:
         on these: a parallel worker's records are how recovery tells applied from missing)."""
         if not commits:
             return
+        self._insert_commits(
+            [c.channel for c in commits],
+            [c.seqno for c in commits],
+            [c.gtid for c in commits],
+            [c.relay_log_file for c in commits],
+            [c.relay_log_pos for c in commits],
+            [c.source_log_file for c in commits],
+            [c.source_log_pos for c in commits],
+            [c.worker for c in commits],
+        )
+
+    def record_run(self, channel: str, first_seqno: int, transactions: Sequence[RunTransaction]) -> None:
+        """record_commits for consecutive transactions (seqnos first_seqno, first_seqno + 1, …)
+        of one channel, applied by its applier thread (worker 0): built column-wise."""
+        n = len(transactions)
+        self._insert_commits(
+            [channel] * n,
+            range(first_seqno, first_seqno + n),
+            [t.gtid for t in transactions],
+            [t.end.log_name for t in transactions],
+            [t.end.pos for t in transactions],
+            [t.source_log_file for t in transactions],
+            [t.source_end_pos for t in transactions],
+            [0] * n,
+        )
+
+    def _insert_commits(
+        self,
+        channel: list[str],
+        seqno: Iterable[int],
+        gtid: list[str | None],
+        relay_file: list[str],
+        relay_pos: list[int],
+        source_file: list[str | None],
+        source_pos: list[int],
+        worker: list[int],
+    ) -> None:
         now = _utc_now()
         table = pa.table(
             {
-                "channel": [c.channel for c in commits],
-                "seqno": pa.array([c.seqno for c in commits], pa.int64()),
-                "gtid": [c.gtid for c in commits],
-                "relay_log_file": [c.relay_log_file for c in commits],
-                "relay_log_pos": pa.array([c.relay_log_pos for c in commits], pa.int64()),
-                "source_log_file": [c.source_log_file for c in commits],
-                "source_log_pos": pa.array([c.source_log_pos for c in commits], pa.int64()),
-                "worker": pa.array([c.worker for c in commits], pa.int32()),
-                "committed_at": pa.array([now] * len(commits), pa.timestamp("us")),
+                "channel": pa.array(channel, pa.string()),
+                "seqno": pa.array(list(seqno), pa.int64()),
+                "gtid": pa.array(gtid, pa.string()),
+                "relay_log_file": pa.array(relay_file, pa.string()),
+                "relay_log_pos": pa.array(relay_pos, pa.int64()),
+                "source_log_file": pa.array(source_file, pa.string()),
+                "source_log_pos": pa.array(source_pos, pa.int64()),
+                "worker": pa.array(worker, pa.int32()),
+                "committed_at": pa.array([now] * len(gtid), pa.timestamp("us")),
             }
         )
         self.con.register("__relaydeck_commits", table)

@@ -79,8 +79,20 @@ def _is_text_target(column: MysqlColumn) -> bool:
 Converter = Callable[[list[Any]], list[Any]] | None
 
 
-def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, pa.DataType]:
-    """How decoded values of a column become an Arrow array the slave column takes without loss."""
+def value_converter(info: ColumnInfo) -> tuple[Converter, pa.DataType]:
+    """The conversion the logged column alone decides (a process without the catalog can do it)."""
+    arrow_type = info.arrow_type()
+    if pa.types.is_decimal(arrow_type) and arrow_type.precision > 38:
+        return (lambda values: [None if v is None else f"{v:f}" for v in values]), pa.string()
+    if arrow_type in (pa.date32(), pa.timestamp("us"), pa.timestamp("us", tz="UTC")):
+        # MySQL zero dates have no DuckDB value; they become NULL (documented in the README).
+        return (lambda values: [None if isinstance(v, InvalidTemporal) else v for v in values]), arrow_type
+    return None, arrow_type
+
+
+def target_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, pa.DataType] | None:
+    """The conversion the slave's definition decides, where there is one: ENUM/SET numbers to their
+    names, strings logged without a charset to text. Never together with value_converter's."""
     arrow_type = info.arrow_type()
     if (
         info.type_code in (ColumnType.ENUM, ColumnType.SET)
@@ -102,20 +114,27 @@ def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, 
             ],
             pa.string(),
         )
-    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
-        if _is_text_target(target):
-            # Strings logged without charset metadata arrive as bytes; the slave column is text.
-            return (
-                lambda values: [None if v is None else v.decode("utf-8", "replace") for v in values],
-                pa.large_string(),
-            )
-        return None, arrow_type
-    if pa.types.is_decimal(arrow_type) and arrow_type.precision > 38:
-        return (lambda values: [None if v is None else f"{v:f}" for v in values]), pa.string()
-    if arrow_type in (pa.date32(), pa.timestamp("us"), pa.timestamp("us", tz="UTC")):
-        # MySQL zero dates have no DuckDB value; they become NULL (documented in the README).
-        return (lambda values: [None if isinstance(v, InvalidTemporal) else v for v in values]), arrow_type
-    return None, arrow_type
+    if (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)) and _is_text_target(target):
+        # Strings logged without charset metadata arrive as bytes; the slave column is text.
+        return (
+            lambda values: [None if v is None else v.decode("utf-8", "replace") for v in values],
+            pa.large_string(),
+        )
+    return None
+
+
+def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, pa.DataType]:
+    """How decoded values of a column become an Arrow array the slave column takes without loss."""
+    return target_converter(info, target) or value_converter(info)
+
+
+def for_target(array: pa.Array, info: ColumnInfo, target: MysqlColumn) -> pa.Array:
+    """A column built with value_converter, converted for the slave's definition of it."""
+    conversion = target_converter(info, target)
+    if conversion is None:
+        return array
+    convert, arrow_type = conversion
+    return pa.array(convert(array.to_pylist()), type=arrow_type)  # rare: ENUM numbers, charset-less text
 
 
 def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa.Array:
@@ -171,7 +190,7 @@ class RowApplier:
             return
         pending = self._pending.get(key)
         if pending is None:
-            positions = tuple(self._position(table, name) for name in table.primary_key)
+            positions = self.key_positions(table)
             converters = [
                 column_converter(info, col) for info, col in zip(columns, table.columns, strict=True)
             ]
@@ -233,14 +252,17 @@ class RowApplier:
         pending = self._pending.pop(key, None)
         if pending is None or not pending.seq:
             return
-        table = pending.table
-        ops = self._ops_table(pending)
+        self.apply_ops(pending.table, pending.key_positions, self._ops_table(pending), pending.rows)
+
+    def apply_ops(self, table: MysqlTable, key_positions: tuple[int, ...], ops: pa.Table, rows: int) -> None:
+        """Apply one table's operations (seq, op, must, c0…cN, as _ops_table builds them), whoever
+        collected them: this applier, or a worker process of the process pool."""
         name = "__relaydeck_ops"
         self.con.register(name, ops)
         try:
             target = table_ref(table.schema, table.name)
-            keys = [f"c{i}" for i in pending.key_positions]
-            key_names = [quote_ident(table.columns[i].name) for i in pending.key_positions]
+            keys = [f"c{i}" for i in key_positions]
+            key_names = [quote_ident(table.columns[i].name) for i in key_positions]
             join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
             partition = ", ".join(keys)
             if self.strict:
@@ -257,7 +279,10 @@ class RowApplier:
             )
         finally:
             unregister(self.con, name)
-        self.rows_applied += pending.rows
+        self.rows_applied += rows
+
+    def key_positions(self, table: MysqlTable) -> tuple[int, ...]:
+        return tuple(self._position(table, name) for name in table.primary_key)
 
     # -- internals -------------------------------------------------------------------------
 

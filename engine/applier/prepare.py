@@ -1,0 +1,293 @@
+"""What a worker process of the process pool does with one segment of a relay log.
+
+It reads the segment, assembles its transactions and, for each run of consecutive row-only
+transactions (GTID, BEGIN, table maps, row events, XID/COMMIT), decodes the row images and
+collects them per table, column-wise, into Arrow tables of operations: the same operations the
+set-based RowApplier collects (slave/rowapply.py), so the coordinator only has to apply them.
+Everything else — coordinator events, DDL, statements, transactions whose images are partial or
+do not decode — comes back as read, for the coordinator to execute the ordinary way. Nothing
+here needs the slave: conversions that depend on the slave's definitions happen at apply time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+
+from ..binlog.columns import ColumnInfo, decode_rows_event
+from ..binlog.constants import RowsKind
+from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
+from ..binlog.reader import LoggedEvent
+from ..errors import BinlogError
+from ..relaylog.index import RelayLogSet
+from ..relaylog.segments import Segment
+from ..relaylog.stream import stream_events
+from ..slave.rowapply import for_target, value_converter
+from ..slave.schema import MysqlTable
+from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
+
+_WRITE, _DELETE = RowsKind.WRITE, RowsKind.DELETE
+_PLAIN = frozenset({Gtid, MariaGtidEvent, Xid})
+_DELIMITERS = frozenset({"BEGIN", "COMMIT"})
+
+
+class RunTransaction(NamedTuple):
+    """A transaction of a prepared run, as the coordinator records and reports it."""
+
+    gtid: str | None
+    start: Position
+    end: Position
+    source_log_file: str | None
+    source_end_pos: int
+    timestamp: int
+    original_commit_timestamp: int | None
+    size: int
+    row_events: int
+
+    def describe(self) -> str:
+        if self.gtid:
+            return f"GTID {self.gtid}"
+        return f"source position {self.source_log_file}:{self.source_end_pos}"
+
+
+@dataclass(slots=True)
+class TableOps:
+    """One table's operations in a run: seq, op, must, c0…cN (see RowApplier._ops_table)."""
+
+    schema: str
+    table: str
+    columns: tuple[ColumnInfo, ...]
+    ops: pa.Table
+    rows: int
+
+
+@dataclass(slots=True)
+class PreparedRun:
+    """Consecutive row-only transactions of a segment, their row changes collected per table."""
+
+    transactions: list[RunTransaction]
+    tables: list[TableOps]
+    row_changes: int
+
+    @property
+    def start(self) -> Position:
+        return self.transactions[0].start
+
+    @property
+    def end(self) -> Position:
+        return self.transactions[-1].end
+
+
+@dataclass(slots=True)
+class PreparedSegment:
+    number: int
+    items: list[Transaction | LoggedEvent | Incomplete | PreparedRun]
+    # Reading stopped on bad input: everything before this position is in `items`; the
+    # coordinator reads on from here itself, which reports the error where it is.
+    resume_at: Position | None = None
+
+
+@dataclass(slots=True)
+class _Table:
+    schema: str
+    name: str
+    columns: tuple[ColumnInfo, ...]
+    seq: list[int] = field(default_factory=list)
+    op: list[int] = field(default_factory=list)
+    must: list[int | None] = field(default_factory=list)
+    values: list[list[Any]] = field(default_factory=list)
+    rows: int = 0
+
+
+class _RunBuilder:
+    """Collects row-only transactions into a run; refuses what a run cannot hold."""
+
+    def __init__(self) -> None:
+        self.transactions: list[Transaction] = []
+        self.tables: dict[tuple[str, str], _Table] = {}
+        self.seq = 0
+        self.rows = 0
+
+    def add(self, txn: Transaction) -> bool | None:
+        """True: taken. False: row-only, but its tables' column lists differ from the run's (it
+        starts the next run). None: not row-only, or its images cannot be taken set-based."""
+        maps: dict[int, TableMap] = {}
+        decoded = []
+        for logged in txn.events:
+            event = logged.event
+            kind = type(event)
+            if kind is TableMap:
+                maps[event.table_id] = event
+            elif kind is RowsEvent:
+                table_map = maps.get(event.table_id)
+                if table_map is None:
+                    return None
+                try:
+                    images = decode_rows_event(event, table_map)
+                except ValueError:
+                    return None  # the coordinator's own decoding reports it
+                width = len(images.columns)
+                if (images.before is not None and len(images.before) != width) or (
+                    images.after is not None and len(images.after) != width
+                ):
+                    return None  # partial images are applied row by row
+                decoded.append(images)
+            elif kind in _PLAIN:
+                if kind is MariaGtidEvent and event.xa_format_id is not None:
+                    return None
+            elif kind is Query and event.query in _DELIMITERS:
+                continue
+            else:
+                return None
+        if txn.is_ddl:
+            return None
+        for images in decoded:
+            table = self.tables.get((images.table_map.schema, images.table_map.table))
+            if table is not None and table.columns is not images.columns and table.columns != images.columns:
+                return False
+        for images in decoded:
+            self._queue(images)
+        self.transactions.append(txn)
+        return True
+
+    def _queue(self, images: Any) -> None:
+        key = (images.table_map.schema, images.table_map.table)
+        table = self.tables.get(key)
+        if table is None:
+            table = self.tables[key] = _Table(
+                key[0], key[1], images.columns, values=[[] for _ in images.columns]
+            )
+        n = images.count
+        kind = images.kind
+        if kind is _WRITE:
+            self._append(table, images.after, self.seq, n, 1, 1, 0)
+            self.seq += n
+        elif kind is _DELETE:
+            self._append(table, images.before, self.seq, n, 1, 0, 1)
+            self.seq += n
+        else:
+            start = self.seq
+            self.seq += 2 * n
+            self._append(table, images.before, start, n, 2, 0, 1)
+            self._append(table, images.after, start + 1, n, 2, 1, None)
+        table.rows += n
+        self.rows += n
+
+    @staticmethod
+    def _append(
+        table: _Table, image: dict[int, list[Any]], first: int, n: int, step: int, op: int, must: int | None
+    ) -> None:
+        # the same layout RowApplier._queue builds: see slave/rowapply.py
+        if n == 1:
+            table.seq.append(first)
+            table.op.append(op)
+            table.must.append(must)
+            for column, values in zip(table.values, image.values(), strict=True):
+                column.append(values[0])
+            return
+        table.seq.extend(range(first, first + n * step, step))
+        table.op.extend([op] * n)
+        table.must.extend([must] * n)
+        for column, values in zip(table.values, image.values(), strict=True):
+            column.extend(values)
+
+    def build(self) -> PreparedRun:
+        tables = []
+        for table in self.tables.values():
+            arrays = [
+                pa.array(table.seq, type=pa.int64()),
+                pa.array(table.op, type=pa.int8()),
+                pa.array(table.must, type=pa.int8()),
+            ]
+            for info, values in zip(table.columns, table.values, strict=True):
+                convert, arrow_type = value_converter(info)
+                arrays.append(pa.array(convert(values) if convert else values, type=arrow_type))
+            names = ["seq", "op", "must", *(f"c{i}" for i in range(len(table.columns)))]
+            tables.append(
+                TableOps(
+                    table.schema,
+                    table.name,
+                    table.columns,
+                    pa.Table.from_arrays(arrays, names=names),
+                    table.rows,
+                )
+            )
+        transactions = [
+            RunTransaction(
+                t.gtid,
+                t.start,
+                t.end,
+                t.source_log_file,
+                t.source_end_pos,
+                t.timestamp,
+                t.original_commit_timestamp,
+                t.size,
+                t.row_events,
+            )
+            for t in self.transactions
+        ]
+        return PreparedRun(transactions, tables, self.rows)
+
+
+def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
+    """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
+    transactions."""
+    logs = RelayLogSet(None, segment.files)
+    stop_name, stop_pos = segment.stop if segment.stop is not None else ("", -1)
+    events = stream_events(
+        logs, start_file=segment.files[0].name, start_pos=segment.start_pos, state=segment.state
+    )
+    assembler = TransactionAssembler()
+    items: list[Transaction | LoggedEvent | Incomplete | PreparedRun] = []
+    builder = _RunBuilder()
+    done = Position(segment.files[0].name, segment.start_pos)  # everything before it is in items
+
+    def close_run() -> None:
+        nonlocal builder
+        if builder.transactions:
+            try:
+                items.append(builder.build())
+            except (pa.ArrowException, ValueError, TypeError, OverflowError):
+                items.extend(builder.transactions)  # values Arrow refuses: the coordinator's way reports them
+        builder = _RunBuilder()
+
+    try:
+        for logged in events:
+            if logged.pos == stop_pos and logged.log_name == stop_name:
+                break
+            for item in assembler.feed(logged):
+                if isinstance(item, Transaction):
+                    taken = builder.add(item)
+                    if taken is False:
+                        close_run()
+                        taken = builder.add(item)
+                    if taken:
+                        if len(builder.transactions) >= run_length:
+                            close_run()
+                    else:
+                        close_run()
+                        items.append(item)
+                    done = item.end
+                else:
+                    close_run()
+                    items.append(item)
+                    if isinstance(item, LoggedEvent):
+                        done = Position(item.log_name, item.end_pos)
+    except BinlogError:
+        close_run()
+        return PreparedSegment(segment.number, items, done)
+    finally:
+        events.close()  # type: ignore[attr-defined]
+    close_run()
+    return PreparedSegment(segment.number, items)
+
+
+def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:
+    """A run's operations on one table with its columns converted for the slave's definitions."""
+    data = ops.ops
+    arrays = data.columns[:3]
+    for i, (info, target) in enumerate(zip(ops.columns, table.columns, strict=True)):
+        arrays.append(for_target(data.column(3 + i), info, target))
+    return pa.Table.from_arrays(arrays, names=data.column_names)

@@ -1,0 +1,118 @@
+"""A relay-log stream cut into segments of whole transactions that separate processes can read.
+
+Cuts fall on GTID events: every transaction of a MySQL 5.7+/MariaDB 10+ log starts with one, so a
+reader starting at a cut assembles exactly the transactions the whole stream has from there. Each
+segment carries the reader state (format, source file name) at the start of its first file, so
+its reader walks only that file's headers, not every file before it. A log without GTID events
+gets no cuts: it is one segment.
+"""
+
+from __future__ import annotations
+
+import copy
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..binlog.compiled import load
+from ..binlog.constants import COMMON_HEADER_LEN, EventType
+from ..binlog.reader import BinlogFile, ReaderState
+from ..errors import BinlogError
+from .index import RelayLogSet
+
+_framing = load("_framing", package="engine.binlog")
+GTID_EVENTS = (
+    int(EventType.GTID),
+    int(EventType.ANONYMOUS_GTID),
+    int(EventType.GTID_TAGGED),
+    int(EventType.MARIADB_GTID),
+)
+_SIZE = struct.Struct("<I")
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Transactions from (files[0], start_pos) up to the event at `stop` (or the end of the stream)."""
+
+    files: tuple[Path, ...]  # from the segment's first file to the end of the stream
+    start_pos: int
+    state: ReaderState  # as it stood at the start of files[0]
+    stop: tuple[str, int] | None  # (file name, position) of the next segment's first event
+    number: int
+
+    @property
+    def start(self) -> tuple[str, int]:
+        return (self.files[0].name, self.start_pos)
+
+
+def transaction_starts(data: bytes, start: int, end: int) -> list[int]:
+    """Where GTID events begin in [start, end), from the event headers alone."""
+    if _framing is not None:
+        return _framing.transaction_starts(data, start, end, GTID_EVENTS)
+    out, pos = [], start
+    while pos + COMMON_HEADER_LEN <= end:
+        size = _SIZE.unpack_from(data, pos + 9)[0]
+        if size < COMMON_HEADER_LEN or pos + size > end:
+            break
+        if data[pos + 4] in GTID_EVENTS:
+            out.append(pos)
+        pos += size
+    return out
+
+
+def plan_segments(
+    logs: RelayLogSet, start_file: str | None, start_pos: int, transactions_per_segment: int
+) -> Iterator[Segment]:
+    """Segments of about `transactions_per_segment` transactions from (start_file, start_pos), in
+    stream order, yielded as soon as the next cut is known. Errors in the files (a bad header, a
+    missing file) are left to the segments' readers, which report them where they are."""
+    state = ReaderState()
+    started = start_file is None
+    current: tuple[int, int, ReaderState] | None = None  # (file index, position, state at file start)
+    number = 0
+    counted = 0
+    files = logs.files
+    for index, path in enumerate(files):
+        name = Path(path).name
+        if not started and name != Path(start_file or "").name:
+            _walk(path, state)
+            continue
+        first_in_stream = not started
+        started = True
+        at_file_start = copy.deepcopy(state)
+        pos = start_pos if first_in_stream else 4
+        if current is None:
+            current = (index, pos, at_file_start)
+        try:
+            binlog = BinlogFile(path)
+        except BinlogError:
+            break  # the segment's reader meets the same error and reports it
+        with binlog:
+            for cut in transaction_starts(binlog._data, pos, binlog.size):
+                counted += 1
+                if counted <= transactions_per_segment:
+                    continue
+                counted = 1
+                first, first_pos, first_state = current
+                if (first, first_pos) != (index, cut):
+                    yield Segment(tuple(files[first:]), first_pos, first_state, (name, cut), number)
+                    number += 1
+                current = (index, cut, at_file_start)
+        if not _walk(path, state):
+            break
+    if current is not None:
+        first, first_pos, first_state = current
+        yield Segment(tuple(files[first:]), first_pos, first_state, None, number)
+
+
+def _walk(path: Path, state: ReaderState) -> bool:
+    """Read a file's headers for the format and source file name it leaves behind; False when it
+    cannot be read (its segment's reader reports why)."""
+    try:
+        with BinlogFile(path) as binlog:
+            for _ in binlog.events(state, start=binlog.size):
+                pass
+    except BinlogError:
+        return False
+    return True

@@ -1,0 +1,220 @@
+"""The process pool: worker processes read and decode segments of the relay log, the applier
+applies what they prepared in source order — with exactly the single applier's results, errors
+and positions."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import engine.applier.processes as processes
+from engine.applier.parallel import ParallelOptions
+from engine.applier.prepare import PreparedRun, prepare_segment
+from engine.binlog.events import RowsEvent
+from engine.binlog.reader import LoggedEvent
+from engine.generate import WORKLOADS, generate
+from engine.relaylog.index import read_index
+from engine.relaylog.segments import GTID_EVENTS, plan_segments
+from engine.relaylog.stream import stream_events
+from engine.replay import ChannelSpec, Replay
+from engine.slave.database import Slave
+from engine.transactions import Transaction, TransactionAssembler
+
+from .conftest import replay_argv
+from .test_parallel_oracle import commit_record_counts
+from .test_replay_oracle import CHANNELS, assert_tables_equal, expected_tables
+
+POOL = ParallelOptions(workers=2, pool="processes")
+
+
+def _classic(logs) -> list[tuple[str, str, int, str | None]]:  # type: ignore[no-untyped-def]
+    """What the single applier's reader hands on: whole transactions and coordinator events."""
+    out = []
+    assembler = TransactionAssembler()
+    for logged in stream_events(logs):
+        for item in assembler.feed(logged):
+            out.append(_key(item))
+    return out
+
+
+def _key(item: object) -> tuple[str, str, int, str | None]:
+    if isinstance(item, LoggedEvent):
+        return ("event", item.log_name, item.end_pos, None)
+    assert isinstance(item, Transaction)
+    return ("transaction", item.end.log_name, item.end.pos, item.gtid)
+
+
+@pytest.mark.parametrize("per_segment", [1, 7, 250, 10**6])
+def test_segments_start_at_gtid_events_and_together_are_the_whole_stream(per_segment):
+    logs = read_index(CHANNELS[0].index_file)
+    segments = list(plan_segments(logs, None, 4, per_segment))
+    assert [s.number for s in segments] == list(range(len(segments)))
+    for before, after in zip(segments, segments[1:], strict=False):
+        assert before.stop == after.start
+        data = after.files[0].read_bytes()
+        assert data[after.start_pos + 4] in GTID_EVENTS
+    if per_segment == 10**6:
+        assert len(segments) == 1
+    else:
+        assert len(segments) > 1
+    prepared = []
+    for segment in segments:
+        result = prepare_segment(segment, 50)
+        assert result.resume_at is None
+        for item in result.items:
+            if isinstance(item, PreparedRun):
+                assert 0 < len(item.transactions) <= 50
+                prepared.extend(("transaction", t.end.log_name, t.end.pos, t.gtid) for t in item.transactions)
+            else:
+                prepared.append(_key(item))
+    assert prepared == _classic(logs)
+
+
+def test_a_segment_can_start_in_the_middle_of_the_stream():
+    logs = read_index(CHANNELS[0].index_file)
+    classic = [k for k in _classic(logs) if k[0] == "transaction"]
+    name, pos = classic[99][1], classic[99][2]  # resume after the 100th transaction
+    segments = list(plan_segments(logs, name, pos, 40))
+    assert segments[0].start == (name, pos)
+    ends = []
+    for segment in segments:
+        for item in prepare_segment(segment, 1000).items:
+            if isinstance(item, PreparedRun):
+                ends.extend((t.end.log_name, t.end.pos) for t in item.transactions)
+            elif isinstance(item, Transaction):
+                ends.append((item.end.log_name, item.end.pos))
+    assert ends == [(k[1], k[2]) for k in classic[100:]]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_the_mariadb_capture_replays_exactly_with_the_process_pool(workers, tmp_path):
+    options = ParallelOptions(workers=workers, pool="processes")
+    outcomes = Replay(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", CHANNELS, parallel=options).run()
+    assert [o.error for o in outcomes] == [None, None]
+    assert sum(o.stats.prepared_runs for o in outcomes) > 0  # the workers' runs were applied as prepared
+    assert [o.stats.runs_read_again for o in outcomes] == [0, 0]
+    applied = sum(o.stats.transactions for o in outcomes)
+    assert commit_record_counts(tmp_path / "slave.duckdb") == (applied, applied, applied)
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables())
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_every_generated_workload_replays_exactly_with_the_process_pool(workload, tmp_path, monkeypatch):
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 25)  # many segments, many cuts
+    summary = generate(workload, 5, tmp_path / "relay")
+    outcome = Replay(
+        tmp_path / "slave.duckdb", None, [ChannelSpec("", summary.index_file)], parallel=POOL
+    ).run()[0]
+    assert outcome.error is None, outcome.error
+    assert outcome.stats.transactions == summary.transactions
+    n = summary.transactions
+    assert commit_record_counts(tmp_path / "slave.duckdb") == (n, n, n)
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    assert expected
+    assert_tables_equal(tmp_path / "slave.duckdb", expected)
+
+
+def test_runs_holding_transactions_applied_before_go_the_ordinary_way(tmp_path, monkeypatch):
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
+    summary = generate("oltp", 6, tmp_path / "relay")
+    slave_path = tmp_path / "slave.duckdb"
+    spec = [ChannelSpec("", summary.index_file)]
+    first = Replay(slave_path, None, spec, parallel=POOL).run()[0]
+    assert first.error is None and first.stats.prepared_runs > 0
+    # The position goes back to the start; the executed GTIDs stay (CHANGE REPLICATION SOURCE TO
+    # RELAY_LOG_POS): every transaction read again is one the slave already has.
+    slave = Slave(slave_path)
+    logs = read_index(summary.index_file)
+    slave.set_relay_position("", logs.files[0].name, 4)
+    slave.close()
+    again = Replay(slave_path, None, spec, parallel=POOL).run()[0]
+    assert again.error is None
+    assert again.stats.runs_read_again > 0 and again.stats.prepared_runs == 0
+    assert again.stats.skipped == summary.transactions and again.stats.transactions == 0
+    n = summary.transactions
+    assert commit_record_counts(slave_path) == (n, n, n)
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    assert_tables_equal(slave_path, expected)
+
+
+def _progress(slave_path: Path) -> tuple:  # type: ignore[type-arg]
+    con = duckdb.connect(str(slave_path), read_only=True)
+    try:
+        return con.execute(
+            "SELECT relay_log_file, relay_log_pos, transactions, executed_gtids FROM __relaydeck.progress"
+        ).fetchone()
+    finally:
+        con.close()
+
+
+def test_bad_input_stops_the_pool_where_it_stops_the_single_applier(tmp_path, monkeypatch):
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 30)
+    summary = generate("oltp", 4, tmp_path / "relay")
+    logs = read_index(summary.index_file)
+    # a flipped bit in the body of a rows event two thirds of the way in: a checksum error there
+    events = [e for e in stream_events(logs) if isinstance(e.event, RowsEvent)]
+    victim = events[2 * len(events) // 3]
+    path = next(p for p in logs.files if p.name == victim.log_name)
+    data = bytearray(path.read_bytes())
+    data[victim.pos + 19 + 3] ^= 0x10
+    path.write_bytes(bytes(data))
+    spec = [ChannelSpec("", summary.index_file)]
+    single = Replay(tmp_path / "single.duckdb", None, spec).run()[0]
+    pooled = Replay(tmp_path / "pool.duckdb", None, spec, parallel=POOL).run()[0]
+    assert single.error is not None and pooled.error is not None
+    assert str(pooled.error) == str(single.error)
+    assert f"{victim.log_name}" in str(pooled.error) and str(victim.pos) in str(pooled.error)
+    assert _progress(tmp_path / "pool.duckdb") == _progress(tmp_path / "single.duckdb")
+    assert _progress(tmp_path / "pool.duckdb")[2] > 0  # the whole transactions before it were applied
+
+
+def test_an_apply_error_in_a_prepared_run_is_reported_as_the_single_applier_reports_it(tmp_path, monkeypatch):
+    from engine.applier.single import Until
+
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 500)
+    summary = generate("oltp", 4, tmp_path / "relay")
+    spec = [ChannelSpec("", summary.index_file)]
+    probe = Replay(tmp_path / "probe.duckdb", None, spec).run()[0]
+    assert probe.error is None
+    con = duckdb.connect(str(tmp_path / "probe.duckdb"), read_only=True)
+    gtid = con.execute("SELECT gtid FROM __relaydeck.commits ORDER BY seqno LIMIT 1 OFFSET 39").fetchone()[0]
+    con.close()
+    # 40 transactions applied, then the slave loses its rows: a later change cannot find its row
+    base = tmp_path / "single.duckdb"
+    assert Replay(base, None, spec, until=Until(after_gtids=gtid)).run()[0].error is None
+    con = duckdb.connect(str(base))
+    for schema, name in con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE 'sbtest%'"
+    ).fetchall():
+        con.execute(f'DELETE FROM "{schema}"."{name}"')
+    con.close()
+    shutil.copy(base, tmp_path / "pool.duckdb")
+    single = Replay(base, None, spec).run()[0]
+    pooled = Replay(tmp_path / "pool.duckdb", None, spec, parallel=POOL).run()[0]
+    assert single.error is not None and "Error 1032" in str(single.error)
+    assert str(pooled.error) == str(single.error)
+    assert _progress(tmp_path / "pool.duckdb") == _progress(base)
+
+
+def test_the_command_line_runs_the_process_pool(tmp_path):
+    summary = generate("oltp", 3, tmp_path / "relay")
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    argv = replay_argv(slave, repo, f"c1={summary.index_file}", "--workers", "2", "--pool", "processes")
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    n = summary.transactions
+    assert commit_record_counts(slave) == (n, n, n)
+    without = subprocess.run(
+        replay_argv(
+            tmp_path / "t.duckdb", tmp_path / "t.sqlite", f"c1={summary.index_file}", "--pool", "processes"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert without.returncode != 0 and "--pool processes is a pool of workers" in without.stderr
+    assert "Traceback" not in without.stderr
