@@ -17,18 +17,16 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from ..binlog.columns import ColumnInfo, decode_rows_event
-from ..binlog.constants import RowsKind
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment
 from ..relaylog.stream import stream_events
-from ..slave.rowapply import for_target, value_converter
+from ..slave.rowapply import for_target, queue_images, value_converter
 from ..slave.schema import MysqlTable
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
 
-_WRITE, _DELETE = RowsKind.WRITE, RowsKind.DELETE
 _PLAIN = frozenset({Gtid, MariaGtidEvent, Xid})
 _DELIMITERS = frozenset({"BEGIN", "COMMIT"})
 
@@ -159,39 +157,9 @@ class _RunBuilder:
             table = self.tables[key] = _Table(
                 key[0], key[1], images.columns, values=[[] for _ in images.columns]
             )
-        n = images.count
-        kind = images.kind
-        if kind is _WRITE:
-            self._append(table, images.after, self.seq, n, 1, 1, 0)
-            self.seq += n
-        elif kind is _DELETE:
-            self._append(table, images.before, self.seq, n, 1, 0, 1)
-            self.seq += n
-        else:
-            start = self.seq
-            self.seq += 2 * n
-            self._append(table, images.before, start, n, 2, 0, 1)
-            self._append(table, images.after, start + 1, n, 2, 1, None)
-        table.rows += n
-        self.rows += n
-
-    @staticmethod
-    def _append(
-        table: _Table, image: dict[int, list[Any]], first: int, n: int, step: int, op: int, must: int | None
-    ) -> None:
-        # the same layout RowApplier._queue builds: see slave/rowapply.py
-        if n == 1:
-            table.seq.append(first)
-            table.op.append(op)
-            table.must.append(must)
-            for column, values in zip(table.values, image.values(), strict=True):
-                column.append(values[0])
-            return
-        table.seq.extend(range(first, first + n * step, step))
-        table.op.extend([op] * n)
-        table.must.extend([must] * n)
-        for column, values in zip(table.values, image.values(), strict=True):
-            column.extend(values)
+        self.seq = queue_images(table, images, self.seq)
+        table.rows += images.count
+        self.rows += images.count
 
     def build(self) -> PreparedRun:
         tables = []

@@ -163,6 +163,24 @@ class _TablePending:
     rows: int = 0
 
 
+def queue_images(pending: Any, images: RowImages, seq: int) -> int:
+    """Queue a full-image rows event's operations, numbered from `seq`, on `pending` (anything with
+    seq, op, must and per-column values lists: _TablePending, or a worker process's table of a
+    prepared run); the next number."""
+    n = images.count
+    kind = images.kind
+    if kind is _WRITE:
+        RowApplier._queue(pending, images.after, seq, n, 1, 1, 0)
+        return seq + n
+    if kind is _DELETE:
+        RowApplier._queue(pending, images.before, seq, n, 1, 0, 1)
+        return seq + n
+    # before and after images interleave: delete of the old key, then upsert of the new one
+    RowApplier._queue(pending, images.before, seq, n, 2, 0, 1)
+    RowApplier._queue(pending, images.after, seq + 1, n, 2, 1, None)
+    return seq + 2 * n
+
+
 class RowApplier:
     """Collects row changes of a batch per table and applies their net effect set-based."""
 
@@ -197,21 +215,8 @@ class RowApplier:
             pending = self._pending[key] = _TablePending(
                 table, positions, converters, values=[[] for _ in table.columns]
             )
-        n = images.count
-        kind = images.kind
-        if kind is _WRITE:
-            self._queue(pending, images.after, self._seq, n, 1, 1, 0)
-            self._seq += n
-        elif kind is _DELETE:
-            self._queue(pending, images.before, self._seq, n, 1, 0, 1)
-            self._seq += n
-        else:
-            # before and after images interleave: delete of the old key, then upsert of the new one
-            start = self._seq
-            self._seq += 2 * n
-            self._queue(pending, images.before, start, n, 2, 0, 1)
-            self._queue(pending, images.after, start + 1, n, 2, 1, None)
-        pending.rows += n
+        self._seq = queue_images(pending, images, self._seq)
+        pending.rows += images.count
 
     @staticmethod
     def _queue(
