@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from ..relaylog.index import RelayLogSet
-from ..relaylog.segments import plan_segments
+from ..relaylog.segments import Segment, plan_segments
 from .prepare import PreparedSegment, prepare_segment
 
 # Transactions per segment: enough that a segment's DuckDB statements and commit are a small
@@ -52,25 +52,18 @@ class SegmentPool:
         self.segment_transactions = segment_transactions or SEGMENT_TRANSACTIONS
         self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
 
-    def submit(self, segment: object) -> Future[PreparedSegment]:
+    def submit(self, segment: Segment) -> Future[PreparedSegment]:
         return self._executor.submit(prepare_segment, segment, self.segment_transactions)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
-    def __enter__(self) -> SegmentPool:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+ReadOn = Callable[[str, int], Iterator[list[object]]]
 
 
 def prepared_chunks(
-    logs: RelayLogSet,
-    start_file: str | None,
-    start_pos: int,
-    pool: SegmentPool,
-    read_on: object,
+    logs: RelayLogSet, start_file: str | None, start_pos: int, pool: SegmentPool, read_on: ReadOn
 ) -> Iterator[list[object]]:
     """The relay log from (start_file, start_pos) as the single applier's reader gives it, except
     that runs of row-only transactions come as PreparedRun. Segments are prepared up to one more
@@ -84,20 +77,22 @@ def prepared_chunks(
     try:
         for segment in segments:
             in_flight.append(pool.submit(segment))
-            if len(in_flight) <= pool.workers:
-                continue
-            prepared = in_flight.popleft().result()
-            yield prepared.items
-            if prepared.resume_at is not None:
-                yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)  # type: ignore[operator]
+            if len(in_flight) > pool.workers and (yield from _hand_on(in_flight.popleft(), read_on)):
                 return
         while in_flight:
-            prepared = in_flight.popleft().result()
-            yield prepared.items
-            if prepared.resume_at is not None:
-                yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)  # type: ignore[operator]
+            if (yield from _hand_on(in_flight.popleft(), read_on)):
                 return
     finally:
         for future in in_flight:
             future.cancel()
         segments.close()
+
+
+def _hand_on(future: Future[PreparedSegment], read_on: ReadOn) -> Generator[list[object], None, bool]:
+    """A prepared segment's items; True when the ordinary reader took over (to the end)."""
+    prepared = future.result()
+    yield prepared.items  # type: ignore[misc]
+    if prepared.resume_at is None:
+        return False
+    yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)
+    return True
