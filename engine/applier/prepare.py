@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..binlog.columns import ColumnInfo, decode_rows_event
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
@@ -68,6 +69,7 @@ class PreparedRun:
     transactions: list[RunTransaction]
     tables: list[TableOps]
     row_changes: int
+    operations: int  # its operations are numbered (seq) 0 … operations - 1, across its tables
 
     @property
     def start(self) -> Position:
@@ -196,7 +198,7 @@ class _RunBuilder:
             )
             for t in self.transactions
         ]
-        return PreparedRun(transactions, tables, self.rows)
+        return PreparedRun(transactions, tables, self.rows, self.seq)
 
 
 def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
@@ -250,6 +252,52 @@ def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
         events.close()  # type: ignore[attr-defined]
     close_run()
     return PreparedSegment(segment.number, items)
+
+
+def can_follow(runs: list[PreparedRun], following: PreparedRun) -> bool:
+    """Whether `following` (next in the relay log) can be applied together with `runs`: the tables
+    they share were logged with the same columns (no DDL between them changed a definition)."""
+    columns = {(t.schema, t.table): t.columns for run in runs for t in run.tables}
+    for ops in following.tables:
+        known = columns.get((ops.schema, ops.table))
+        if known is not None and known != ops.columns:
+            return False
+    return True
+
+
+def merge_runs(runs: list[PreparedRun]) -> PreparedRun:
+    """Consecutive runs (each can_follow the one before) as one: their transactions in order, each
+    table's operations concatenated and renumbered so that seq keeps the relay log's order.
+
+    Why: the applier's cost per run is mostly per statement and per commit, not per row, so runs
+    that are ready together are cheaper applied together.
+    """
+    if len(runs) == 1:
+        return runs[0]
+    parts: dict[tuple[str, str], list[TableOps]] = {}
+    transactions: list[RunTransaction] = []
+    offset = 0
+    for run in runs:
+        transactions.extend(run.transactions)
+        for ops in run.tables:
+            data = ops.ops
+            if offset:
+                data = data.set_column(0, "seq", pc.add(data.column(0), pa.scalar(offset, pa.int64())))
+            parts.setdefault((ops.schema, ops.table), []).append(
+                TableOps(ops.schema, ops.table, ops.columns, data, ops.rows)
+            )
+        offset += run.operations
+    tables = [
+        TableOps(
+            group[0].schema,
+            group[0].table,
+            group[0].columns,
+            pa.concat_tables([g.ops for g in group]),
+            sum(g.rows for g in group),
+        )
+        for group in parts.values()
+    ]
+    return PreparedRun(transactions, tables, sum(r.row_changes for r in runs), offset)
 
 
 def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from ..relaylog.index import RelayLogSet
@@ -67,32 +67,38 @@ def prepared_chunks(
 ) -> Iterator[list[object]]:
     """The relay log from (start_file, start_pos) as the single applier's reader gives it, except
     that runs of row-only transactions come as PreparedRun. Segments are prepared up to one more
-    than there are workers ahead of the one being applied.
+    than there are workers ahead of the one being applied; segments already prepared when the
+    applier asks come in one chunk, so that the applier can apply their runs together.
 
     read_on(file, pos): the ordinary reader from a position; a segment that met bad input hands
     over to it there, so the error is reported exactly as the ordinary reader reports it.
     """
     in_flight: deque[Future[PreparedSegment]] = deque()
     segments = plan_segments(logs, start_file, start_pos, pool.segment_transactions)
+    planned = True
     try:
-        for segment in segments:
-            in_flight.append(pool.submit(segment))
-            if len(in_flight) > pool.workers and (yield from _hand_on(in_flight.popleft(), read_on)):
+        while True:
+            while planned and len(in_flight) <= pool.workers:
+                segment = next(segments, None)
+                if segment is None:
+                    planned = False
+                else:
+                    in_flight.append(pool.submit(segment))
+            if not in_flight:
                 return
-        while in_flight:
-            if (yield from _hand_on(in_flight.popleft(), read_on)):
-                return
+            ready = [in_flight.popleft().result()]
+            while in_flight and in_flight[0].done():
+                ready.append(in_flight.popleft().result())
+            items: list[object] = []
+            for prepared in ready:
+                items.extend(prepared.items)
+                if prepared.resume_at is not None:
+                    # bad input in this segment: the ordinary reader goes on from where it stopped
+                    yield items
+                    yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)
+                    return
+            yield items
     finally:
         for future in in_flight:
             future.cancel()
         segments.close()
-
-
-def _hand_on(future: Future[PreparedSegment], read_on: ReadOn) -> Generator[list[object], None, bool]:
-    """A prepared segment's items; True when the ordinary reader took over (to the end)."""
-    prepared = future.result()
-    yield prepared.items  # type: ignore[misc]
-    if prepared.resume_at is None:
-        return False
-    yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)
-    return True

@@ -33,7 +33,7 @@ from ..slave.rowapply import ApplyError
 from ..transactions import Transaction, TransactionAssembler
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
-from .prepare import PreparedRun, for_slave
+from .prepare import PreparedRun, can_follow, for_slave, merge_runs
 from .processes import SegmentPool, prepared_chunks
 
 ER_UNKNOWN_ERROR = 1105
@@ -289,6 +289,7 @@ class ChannelApplier:
                     if type(item) is PreparedRun:
                         self._commit(batch)
                         batch, batch_rows, batch_started = [], 0, time.monotonic()
+                        item = self._merge_ready(item, work)
                         if self._apply_run(item):
                             self.stats.prepared_runs += 1
                             if self.on_progress is not None:
@@ -380,6 +381,21 @@ class ChannelApplier:
         return prepared_chunks(
             self.logs, start_file, pos, self.pool, lambda name, at: _read_chunks(self.logs, name, at)
         )
+
+    def _merge_ready(self, run: PreparedRun, work: deque[object]) -> PreparedRun:
+        """The run and the prepared runs right behind it, within the batch limits, as one."""
+        runs = [run]
+        transactions, rows = len(run.transactions), run.row_changes
+        while work:
+            following = work[0]
+            if type(following) is not PreparedRun or not can_follow(runs, following):
+                break
+            transactions += len(following.transactions)
+            rows += following.row_changes
+            if transactions > self.limits.transactions or rows > self.limits.row_changes:
+                break
+            runs.append(work.popleft())  # type: ignore[arg-type]
+        return merge_runs(runs)
 
     def _apply_run(self, run: PreparedRun) -> bool:
         """Apply a run prepared by a worker process as one DuckDB transaction. False: it goes the
