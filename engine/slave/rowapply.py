@@ -26,6 +26,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..binlog.columns import ColumnInfo, InvalidTemporal, RowImages
 from ..binlog.constants import ColumnType, RowsKind
@@ -181,6 +182,31 @@ def queue_images(pending: Any, images: RowImages, seq: int) -> int:
     return seq + 2 * n
 
 
+def reduce_by_key(ops: pa.Table, keys: list[str]) -> tuple[pa.Table, pa.Table]:
+    """A batch's operations on one table (numbered by seq in stream order) reduced to each key's first and last:
+    (key columns, must, seq of every touched key's first operation; the full rows of the keys whose
+    last operation is an upsert). The first decides MySQL's errors, the last the end state.
+
+    Done by Arrow's hash aggregation rather than by window functions in DuckDB: measured about
+    three times cheaper on the MariaDB capture's batches."""
+    n = ops.num_rows
+    seq = ops.column("seq")
+    if n > 1 and not pc.all(pc.less(seq.slice(0, n - 1), seq.slice(1))).as_py():
+        # an update event queues its before images, then its after images: back to stream order
+        ops = ops.take(pc.sort_indices(seq))
+    order = pa.arange(0, n, 1)  # now the row number orders a key's operations
+    spans = (
+        ops.select(keys)
+        .append_column("__row", order)
+        .group_by(keys, use_threads=False)
+        .aggregate([("__row", "min"), ("__row", "max")])
+    )
+    firsts = ops.select([*keys, "must", "seq"]).take(spans.column("__row_min"))
+    lasts = ops.take(spans.column("__row_max"))
+    lasts = lasts.filter(pc.equal(lasts.column("op"), 1))
+    return firsts, lasts
+
+
 class RowApplier:
     """Collects row changes of a batch per table and applies their net effect set-based."""
 
@@ -262,28 +288,26 @@ class RowApplier:
     def apply_ops(self, table: MysqlTable, key_positions: tuple[int, ...], ops: pa.Table, rows: int) -> None:
         """Apply one table's operations (seq, op, must, c0…cN, as _ops_table builds them), whoever
         collected them: this applier, or a worker process of the process pool."""
-        name = "__relaydeck_ops"
-        self.con.register(name, ops)
+        keys = [f"c{i}" for i in key_positions]
+        firsts, lasts = reduce_by_key(ops, keys)
+        touched, images = "__relaydeck_touched", "__relaydeck_images"
+        self.con.register(touched, firsts)
+        self.con.register(images, lasts)
         try:
             target = table_ref(table.schema, table.name)
-            keys = [f"c{i}" for i in key_positions]
             key_names = [quote_ident(table.columns[i].name) for i in key_positions]
             join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
-            partition = ", ".join(keys)
             if self.strict:
-                self._check(target, name, keys, key_names, join, partition, table)
-            self.con.execute(
-                f"DELETE FROM {target} AS t USING (SELECT DISTINCT {partition} FROM {name}) AS o WHERE {join}"
-            )
+                self._check(target, touched, keys, key_names, join, table)
+            self.con.execute(f"DELETE FROM {target} AS t USING {touched} AS o WHERE {join}")
             columns = ", ".join(quote_ident(c.name) for c in table.columns)
             values = ", ".join(f"c{i}" for i in range(len(table.columns)))
             self.con.execute(
-                f"INSERT INTO {target} ({columns}) SELECT {values} FROM ("
-                f"SELECT * FROM {name} QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY seq DESC) = 1"
-                f") WHERE op = 1 ORDER BY {partition}"
+                f"INSERT INTO {target} ({columns}) SELECT {values} FROM {images} ORDER BY {', '.join(keys)}"
             )
         finally:
-            unregister(self.con, name)
+            unregister(self.con, touched)
+            unregister(self.con, images)
         self.rows_applied += rows
 
     def key_positions(self, table: MysqlTable) -> tuple[int, ...]:
@@ -323,23 +347,18 @@ class RowApplier:
     def _check(
         self,
         target: str,
-        name: str,
+        touched: str,
         keys: list[str],
         key_names: list[str],
         join: str,
-        partition: str,
         table: MysqlTable,
     ) -> None:
         """MySQL's errors 1062/1032, decided by each key's first operation in the batch."""
-        first = (
-            f"SELECT {partition}, must, seq FROM {name} "
-            f"QUALIFY row_number() OVER (PARTITION BY {partition} ORDER BY seq) = 1"
-        )
         # One join, not two correlated EXISTS: measured 3x cheaper on small batches.
         outer = ", ".join(f"o.{k}" for k in keys)
         present = ", ".join(key_names)
         row = self.con.execute(
-            f"SELECT {outer}, o.must FROM ({first}) AS o "
+            f"SELECT {outer}, o.must FROM {touched} AS o "
             f"LEFT JOIN (SELECT {present}, true AS __present FROM {target}) AS t ON {join} "
             f"WHERE (o.must = 1 AND t.__present IS NULL) OR ((o.must = 0 OR o.must IS NULL) "
             f"AND t.__present IS NOT NULL) ORDER BY o.seq LIMIT 1"
