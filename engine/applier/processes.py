@@ -32,6 +32,7 @@ from .prepare import PreparedSegment, prepare_segment
 # Transactions per segment: enough that a segment's DuckDB statements and commit are a small
 # share of applying it, few enough that every process gets several segments of a relay log.
 SEGMENT_TRANSACTIONS = 4000
+SEGMENTS_AHEAD_PER_WORKER = 2  # measured: 1 leaves the applier waiting more often
 
 
 def _start_worker() -> None:
@@ -50,6 +51,7 @@ class SegmentPool:
         context = multiprocessing.get_context("fork")
         self.workers = workers
         self.segment_transactions = segment_transactions or SEGMENT_TRANSACTIONS
+        self.ahead = workers * SEGMENTS_AHEAD_PER_WORKER + 1  # segments in flight at most
         self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
 
     def submit(self, segment: Segment) -> Future[PreparedSegment]:
@@ -66,9 +68,9 @@ def prepared_chunks(
     logs: RelayLogSet, start_file: str | None, start_pos: int, pool: SegmentPool, read_on: ReadOn
 ) -> Iterator[list[object]]:
     """The relay log from (start_file, start_pos) as the single applier's reader gives it, except
-    that runs of row-only transactions come as PreparedRun. Segments are prepared up to one more
-    than there are workers ahead of the one being applied; segments already prepared when the
-    applier asks come in one chunk, so that the applier can apply their runs together.
+    that runs of row-only transactions come as PreparedRun. Up to pool.ahead segments are in
+    flight; those already prepared when the applier asks come in one chunk, so that the applier
+    can apply their runs together.
 
     read_on(file, pos): the ordinary reader from a position; a segment that met bad input hands
     over to it there, so the error is reported exactly as the ordinary reader reports it.
@@ -78,7 +80,7 @@ def prepared_chunks(
     planned = True
     try:
         while True:
-            while planned and len(in_flight) <= pool.workers:
+            while planned and len(in_flight) < pool.ahead:
                 segment = next(segments, None)
                 if segment is None:
                     planned = False

@@ -253,7 +253,9 @@ def decode_maria_gtid(header, body, ctx):
             return _py_maria_gtid(header, body, ctx)
         commit_id = le(p + pos, 8)
         pos += 8
-    if flags & MARIA_XA or pos < n:  # XA, and the extra flags of newer servers: the Python decoder
+    # XA, and extra flags of newer servers: the Python decoder. A zero extra-flags byte (the
+    # padding MariaDB writes after the flags or the commit id) means no extras.
+    if flags & MARIA_XA or (pos < n and p[pos] != 0):
         return _py_maria_gtid(header, body, ctx)
     event = _MariaGtidEvent.__new__(_MariaGtidEvent)
     event.header = header

