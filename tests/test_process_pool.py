@@ -312,3 +312,20 @@ def test_merging_stops_at_the_batch_limit(tmp_path, monkeypatch):
     assert outcome.error is None
     segments = len(list(plan_segments(read_index(summary.index_file), None, 4, 30)))
     assert outcome.stats.prepared_runs >= segments - 1  # DDL-free: about one run per segment
+
+
+def test_a_prepared_run_reaches_the_applier_unchanged(tmp_path):
+    """Runs travel from the worker process pickled (column-wise): nothing may change on the way."""
+    import pickle
+
+    summary = generate("types", 3, tmp_path / "relay")  # NULLs and every column type
+    runs = _runs(summary.index_file, 25)
+    assert runs
+    for run in runs:
+        back = pickle.loads(pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL))
+        assert back.transactions == run.transactions
+        assert (back.row_changes, back.operations) == (run.row_changes, run.operations)
+        assert [(t.schema, t.table, t.columns, t.rows) for t in back.tables] == [
+            (t.schema, t.table, t.columns, t.rows) for t in run.tables
+        ]
+        assert all(b.ops.equals(t.ops) for b, t in zip(back.tables, run.tables, strict=True))

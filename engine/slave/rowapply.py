@@ -11,7 +11,8 @@ stream. Then, per table:
 2. ``DELETE … USING`` every key the batch touched;
 3. ``INSERT … SELECT`` of each touched key's last image, when that image is an upsert.
 
-That is exactly what row-by-row application gives (updates that change the key, deletes,
+Each key's first and last operation are picked out by Arrow (reduce_by_key) before DuckDB sees
+the batch. The result is exactly what row-by-row application gives (updates that change the key, deletes,
 re-inserts of a deleted key, several changes of one row), because only the last image of each
 key survives and every touched key starts from "deleted". Tables without a primary key, and
 partial images (binlog_row_image=MINIMAL/NOBLOB), are applied row by row: MySQL matches those on
@@ -187,8 +188,8 @@ def reduce_by_key(ops: pa.Table, keys: list[str]) -> tuple[pa.Table, pa.Table]:
     (key columns, must, seq of every touched key's first operation; the full rows of the keys whose
     last operation is an upsert). The first decides MySQL's errors, the last the end state.
 
-    Done by Arrow's hash aggregation rather than by window functions in DuckDB: measured about
-    three times cheaper on the MariaDB capture's batches."""
+    Done by Arrow's hash aggregation rather than by window functions in DuckDB: measured, the
+    set-based application of the MariaDB capture's batches took a fifth to a third less time."""
     n = ops.num_rows
     seq = ops.column("seq")
     if n > 1 and not pc.all(pc.less(seq.slice(0, n - 1), seq.slice(1))).as_py():
