@@ -329,3 +329,18 @@ def test_a_prepared_run_reaches_the_applier_unchanged(tmp_path):
             (t.schema, t.table, t.columns, t.rows) for t in run.tables
         ]
         assert all(b.ops.equals(t.ops) for b, t in zip(back.tables, run.tables, strict=True))
+
+
+def test_the_first_segment_can_be_shorter_than_the_rest():
+    logs = read_index(CHANNELS[0].index_file)
+    segments = list(plan_segments(logs, None, 4, 10, first_segment=3))
+
+    def transactions(segment) -> int:  # type: ignore[no-untyped-def]
+        items = prepare_segment(segment, 1000).items
+        return sum(
+            len(i.transactions) if isinstance(i, PreparedRun) else isinstance(i, Transaction) for i in items
+        )
+
+    counts = [transactions(s) for s in segments]
+    assert counts[0] == 3 and set(counts[1:-1]) == {10} and 0 < counts[-1] <= 10
+    assert sum(counts) == sum(1 for k in _classic(logs) if k[0] == "transaction")

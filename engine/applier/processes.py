@@ -32,6 +32,7 @@ from .prepare import PreparedSegment, prepare_segment
 # Transactions per segment: enough that a segment's DuckDB statements and commit are a small
 # share of applying it, few enough that every process gets several segments of a relay log.
 SEGMENT_TRANSACTIONS = 4000
+FIRST_SEGMENT_FRACTION = 8
 SEGMENTS_AHEAD_PER_WORKER = 2  # measured: 1 leaves the applier waiting more often
 
 
@@ -76,7 +77,9 @@ def prepared_chunks(
     over to it there, so the error is reported exactly as the ordinary reader reports it.
     """
     in_flight: deque[Future[PreparedSegment]] = deque()
-    segments = plan_segments(logs, start_file, start_pos, pool.segment_transactions)
+    # a short first segment: the applier has nothing to do until one is prepared
+    first = max(1, pool.segment_transactions // FIRST_SEGMENT_FRACTION)
+    segments = plan_segments(logs, start_file, start_pos, pool.segment_transactions, first)
     planned = True
     try:
         while True:

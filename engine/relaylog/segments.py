@@ -62,11 +62,18 @@ def transaction_starts(data: bytes, start: int, end: int) -> list[int]:
 
 
 def plan_segments(
-    logs: RelayLogSet, start_file: str | None, start_pos: int, transactions_per_segment: int
+    logs: RelayLogSet,
+    start_file: str | None,
+    start_pos: int,
+    transactions_per_segment: int,
+    first_segment: int | None = None,
 ) -> Iterator[Segment]:
     """Segments of about `transactions_per_segment` transactions from (start_file, start_pos), in
-    stream order, yielded as soon as the next cut is known. Errors in the files (a bad header, a
-    missing file) are left to the segments' readers, which report them where they are."""
+    stream order, yielded as soon as the next cut is known; the first one of `first_segment`
+    transactions when given (whoever waits for the first segment waits less). Errors in the files
+    (a bad header, a missing file) are left to the segments' readers, which report them where
+    they are."""
+    limit = first_segment or transactions_per_segment
     state = ReaderState()
     started = start_file is None
     current: tuple[int, int, ReaderState] | None = None  # (file index, position, state at file start)
@@ -91,9 +98,10 @@ def plan_segments(
         with binlog:
             for cut in transaction_starts(binlog._data, pos, binlog.size):
                 counted += 1
-                if counted <= transactions_per_segment:
+                if counted <= limit:
                     continue
                 counted = 1
+                limit = transactions_per_segment
                 first, first_pos, first_state = current
                 if (first, first_pos) != (index, cut):
                     yield Segment(tuple(files[first:]), first_pos, first_state, (name, cut), number)
