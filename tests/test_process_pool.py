@@ -344,3 +344,55 @@ def test_the_first_segment_can_be_shorter_than_the_rest():
     counts = [transactions(s) for s in segments]
     assert counts[0] == 3 and set(counts[1:-1]) == {10} and 0 < counts[-1] <= 10
     assert sum(counts) == sum(1 for k in _classic(logs) if k[0] == "transaction")
+
+
+def test_a_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(tmp_path):
+    from dataclasses import replace
+
+    from engine.applier.prepare import _RunBuilder
+
+    summary = generate("oltp", 2, tmp_path / "relay")
+    assembler = TransactionAssembler()
+    transactions = [
+        item
+        for logged in stream_events(read_index(summary.index_file))
+        for item in assembler.feed(logged)
+        if isinstance(item, Transaction) and sum(isinstance(e.event, RowsEvent) for e in item.events) >= 2
+    ]
+
+    def tables(txn):  # type: ignore[no-untyped-def]
+        return [(e.event.schema, e.event.table) for e in txn.events if type(e.event).__name__ == "TableMap"]
+
+    good = transactions[0]
+    # a victim whose first rows event goes to a table the run already holds: that table's
+    # columns grow before the fault and must shrink back
+    victim = next(t for t in transactions[1:] if tables(t)[0] in tables(good) and len(set(tables(t))) == 1)
+    later = transactions[transactions.index(victim) + 1]
+    # its last rows event cut short: the events before it were already decoded into the run
+    last = max(i for i, e in enumerate(victim.events) if isinstance(e.event, RowsEvent))
+    cut = victim.events[last]._replace(
+        event=replace(victim.events[last].event, rows_data=victim.events[last].event.rows_data[:-3])
+    )
+    broken = replace(victim, events=[*victim.events[:last], cut, *victim.events[last + 1 :]])
+
+    def shape(builder):  # type: ignore[no-untyped-def]
+        tables = {
+            k: (len(t.seq), len(t.op), len(t.must), [len(v) for v in t.values], t.rows)
+            for k, t in builder.tables.items()
+        }
+        return tables, builder.seq, builder.rows, len(builder.transactions)
+
+    builder = _RunBuilder()
+    assert builder.add(good) is True
+    before = shape(builder)
+    assert builder.add(broken) is None
+    assert shape(builder) == before
+    assert builder.add(later) is True
+    clean = _RunBuilder()
+    clean.add(good)
+    clean.add(later)
+    got, want = builder.build(), clean.build()
+    assert [(t.schema, t.table, t.rows) for t in got.tables] == [
+        (t.schema, t.table, t.rows) for t in want.tables
+    ]
+    assert all(a.ops.equals(b.ops) for a, b in zip(got.tables, want.tables, strict=True))

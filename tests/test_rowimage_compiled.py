@@ -239,6 +239,49 @@ def test_random_row_images_decode_the_same_in_both_forms(case: tuple[TableMap, R
     assert outcome(table_map, event, True) == outcome(table_map, event, False)
 
 
+def into_outcome(table_map: TableMap, event: RowsEvent, compiled: bool) -> object:
+    """decode_into with an UPDATE's images sharing lists, laid out as decode() would give them."""
+    decoder = RowDecoder(table_map, event, compiled=compiled)
+    first = [c.index for c, on in zip(decoder.columns, event.columns_before, strict=False) if on]
+    second = [c.index for c, on in zip(decoder.columns, event.columns_after or (), strict=False) if on]
+    two = event.kind == RowsKind.UPDATE
+    shared = two and first == second
+    lists = {i: [] for i in first}
+    outs = [lists[i] for i in first] + (
+        [lists[i] for i in second] if shared else [[] for _ in second] if two else []
+    )
+    try:
+        count = decoder.decode_into(event, table_map, outs)
+    except ValueError as exc:
+        return ("ValueError", "malformed" in str(exc) or "past its event" in str(exc) or str(exc))
+    if not two:
+        image = {i: typed(lists[i]) for i in first}
+        return (
+            (event.kind, count, None, image)
+            if event.kind == RowsKind.WRITE
+            else (event.kind, count, image, None)
+        )
+    if shared:  # before, after, before, after … in each list
+        return (
+            event.kind,
+            count,
+            {i: typed(lists[i][0::2]) for i in first},
+            {i: typed(lists[i][1::2]) for i in second},
+        )
+    after = dict(zip(second, outs[len(first) :], strict=True))
+    return (event.kind, count, {i: typed(lists[i]) for i in first}, {i: typed(after[i]) for i in second})
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows_case(), st.booleans())
+def test_decoding_into_the_callers_lists_gives_the_same_rows(
+    case: tuple[TableMap, RowsEvent], compiled: bool
+) -> None:
+    table_map, event = case
+    assert into_outcome(table_map, event, compiled) == outcome(table_map, event, compiled)
+
+
 @pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
 def test_the_compiled_form_reads_the_common_types_itself() -> None:
     # Not everything handed back to Python: integers, strings and DATETIME2 have C readers.

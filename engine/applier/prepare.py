@@ -17,18 +17,23 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..binlog.columns import ColumnInfo, decode_rows_event
+from ..binlog.columns import ColumnInfo, RowDecoder, row_decoder
+from ..binlog.constants import RowsKind
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment
 from ..relaylog.stream import stream_events
-from ..slave.rowapply import for_target, queue_images, value_converter
+from ..slave.rowapply import for_target, value_converter
 from ..slave.schema import MysqlTable
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
 
 _PLAIN = frozenset({Gtid, MariaGtidEvent, Xid})
+_WRITE, _UPDATE = RowsKind.WRITE, RowsKind.UPDATE
+# an UPDATE row's two operations: delete of the old key (which must exist), upsert of the new one
+_DELETE_UPSERT = (0, 1)
+_MUST_THEN_NEW = (1, None)
 _DELIMITERS = frozenset({"BEGIN", "COMMIT"})
 
 
@@ -140,7 +145,7 @@ class _RunBuilder:
         """True: taken. False: row-only, but its tables' column lists differ from the run's (it
         starts the next run). None: not row-only, or its images cannot be taken set-based."""
         maps: dict[int, TableMap] = {}
-        decoded = []
+        events = []
         for logged in txn.events:
             event = logged.event
             kind = type(event)
@@ -151,15 +156,12 @@ class _RunBuilder:
                 if table_map is None:
                     return None
                 try:
-                    images = decode_rows_event(event, table_map)
+                    decoder = row_decoder(event, table_map)
                 except ValueError:
                     return None  # the coordinator's own decoding reports it
-                width = len(images.columns)
-                if (images.before is not None and len(images.before) != width) or (
-                    images.after is not None and len(images.after) != width
-                ):
+                if not decoder.full:
                     return None  # partial images are applied row by row
-                decoded.append(images)
+                events.append((event, table_map, decoder))
             elif kind in _PLAIN:
                 if kind is MariaGtidEvent and event.xa_format_id is not None:
                     return None
@@ -169,25 +171,58 @@ class _RunBuilder:
                 return None
         if txn.is_ddl:
             return None
-        for images in decoded:
-            table = self.tables.get((images.table_map.schema, images.table_map.table))
-            if table is not None and table.columns is not images.columns and table.columns != images.columns:
+        tables = self.tables
+        for _event, table_map, decoder in events:
+            table = tables.get((table_map.schema, table_map.table))
+            if (
+                table is not None
+                and table.columns is not decoder.columns
+                and table.columns != decoder.columns
+            ):
                 return False
-        for images in decoded:
-            self._queue(images)
+        marks = [(t, len(t.seq), t.rows) for t in tables.values()]  # to take the transaction back
+        seq, rows = self.seq, self.rows
+        try:
+            for event, table_map, decoder in events:
+                self._queue(event, table_map, decoder)
+        except ValueError:
+            for table, length, table_rows in marks:
+                table.rows = table_rows
+                for column in (table.seq, table.op, table.must, *table.values):
+                    del column[length:]
+            for key in [k for k, t in tables.items() if all(t is not m[0] for m in marks)]:
+                del tables[key]
+            self.seq, self.rows = seq, rows
+            return None  # the coordinator's own decoding reports it
         self.transactions.append(txn)
         return True
 
-    def _queue(self, images: Any) -> None:
-        key = (images.table_map.schema, images.table_map.table)
+    def _queue(self, event: RowsEvent, table_map: TableMap, decoder: RowDecoder) -> None:
+        """Decode the event's images straight into its table's columns: a row's before image and
+        after image (UPDATE) follow each other, numbered in stream order."""
+        key = (table_map.schema, table_map.table)
         table = self.tables.get(key)
         if table is None:
             table = self.tables[key] = _Table(
-                key[0], key[1], images.columns, values=[[] for _ in images.columns]
+                key[0], key[1], decoder.columns, values=[[] for _ in decoder.columns]
             )
-        self.seq = queue_images(table, images, self.seq)
-        table.rows += images.count
-        self.rows += images.count
+        kind = decoder.kind
+        two = kind is _UPDATE
+        n = decoder.decode_into(event, table_map, table.values + table.values if two else table.values)
+        first = self.seq
+        if two:
+            table.seq.extend(range(first, first + 2 * n))
+            table.op.extend(_DELETE_UPSERT * n)
+            table.must.extend(_MUST_THEN_NEW * n)
+            self.seq = first + 2 * n
+        else:
+            table.seq.extend(range(first, first + n))
+            write = kind is _WRITE
+            table.op.extend((1 if write else 0,) * n)
+            table.must.extend((0 if write else 1,) * n)
+            self.seq = first + n
+        table.rows += n
+        self.rows += n
 
     def build(self) -> PreparedRun:
         tables = []

@@ -128,6 +128,27 @@ cdef class RowProgram:
             rows += 1
         return first, second, pos, rows
 
+    def decode_into(self, bytes data, list outs):
+        """decode(), appending to the caller's lists instead: outs[i] takes present column i
+        (first image's, then second image's). An UPDATE's two images may share lists, which then
+        hold each row's before and after values in turn. (end position, rows); ValueError if
+        malformed, after appending what came before the fault."""
+        cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
+        cdef Py_ssize_t pos = 0
+        cdef Py_ssize_t start
+        cdef long rows = 0
+        if len(outs) != self.ncols:
+            raise ValueError("one list per present column")
+        while pos < end:
+            start = pos
+            pos = self._image(data, pos, end, 0, self.first, outs)
+            if self.two_images:
+                pos = self._image(data, pos, end, self.first, self.ncols, outs)
+            if pos == start:
+                raise ValueError("row image holds no columns")
+            rows += 1
+        return pos, rows
+
     cdef Py_ssize_t _image(
         self, bytes data, Py_ssize_t pos, Py_ssize_t end, int lo, int hi, list outs
     ) except -1:

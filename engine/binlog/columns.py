@@ -515,12 +515,13 @@ class RowDecoder:
 
     def __init__(self, table_map: TableMap, event: RowsEvent, compiled: bool | None = None) -> None:
         self.kind = event.kind
-        self.columns = _shared_columns(table_map)
+        self.columns = table_columns(table_map)
         if event.column_count > len(self.columns):
             raise ValueError(
                 f"rows event has {event.column_count} columns, table map of "
                 f"{_where(table_map)} has {len(self.columns)}"
             )
+        self.partial = event.partial  # MySQL's PARTIAL_UPDATE_ROWS: JSON diffs in the after image
         self.before_present = event.columns_before
         self.after_present = event.columns_after
         gen = _CodeGen()
@@ -563,6 +564,31 @@ class RowDecoder:
                 two,
                 (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
             )
+
+    @property
+    def full(self) -> bool:
+        """Every image of the event holds every column (binlog_row_image=FULL)."""
+        width = len(self.columns)
+        if self.partial or len(self._first) != width:
+            return False
+        return self.kind != RowsKind.UPDATE or len(self._second) == width
+
+    def decode_into(self, event: RowsEvent, table_map: TableMap, outs: list[list[Any]]) -> int:
+        """decode(), appending each present column's values to the caller's lists: outs holds one
+        list per present column of the first image, then of the second; an UPDATE's two images may
+        share lists (each row's before and after values then follow each other). The rows; on
+        ValueError, what came before the fault has been appended."""
+        data = event.rows_data
+        try:
+            if self._program is not None:
+                end, count = self._program.decode_into(data, outs)
+            else:
+                end, count = self._decode(data, 0, len(data), *[out.append for out in outs])
+        except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
+            raise ValueError(f"row image of {_where(table_map)} is malformed: {exc}") from None
+        if end != len(data):
+            raise ValueError(f"row image of {_where(table_map)} runs {end - len(data)} bytes past its event")
+        return count
 
     def decode(self, event: RowsEvent, table_map: TableMap) -> RowImages:
         """Decode with this compiled code; `table_map` may be any map of identical structure."""
@@ -641,21 +667,9 @@ def _where(table_map: TableMap) -> str:
     return repr(f"{table_map.schema}.{table_map.table}")
 
 
+# One columns tuple per table map structure, shared by the cached decoders of its write, update
+# and delete events: whoever compares the columns of two events finds them identical (`is`).
 _COLUMNS: dict[bytes, tuple[ColumnInfo, ...]] = {}
-
-
-def _shared_columns(table_map: TableMap) -> tuple[ColumnInfo, ...]:
-    """One columns tuple per table map structure, shared by its write, update and delete decoders:
-    whoever compares the columns of two events finds them identical (`is`) without comparing."""
-    key = table_map.raw_metadata_key
-    columns = _COLUMNS.get(key) if key else None
-    if columns is None:
-        columns = table_columns(table_map)
-        if key:
-            if len(_COLUMNS) >= _CACHE_SIZE:
-                _COLUMNS.clear()
-            _COLUMNS[key] = columns
-    return columns
 
 
 _CACHE: OrderedDict[tuple, RowDecoder] = OrderedDict()
@@ -668,6 +682,12 @@ def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
     Malformed row images raise ValueError with a one-line message; callers add the file and
     position they know (the event itself does not).
     """
+    return row_decoder(event, table_map).decode(event, table_map)
+
+
+def row_decoder(event: RowsEvent, table_map: TableMap) -> RowDecoder:
+    """The decoder compiled for the event's table map and present columns (cached); ValueError
+    for column metadata no server writes."""
     key = (
         table_map.raw_metadata_key,
         event.kind,
@@ -683,10 +703,14 @@ def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
             raise ValueError(
                 f"table map of {_where(table_map)} has column metadata no server writes ({exc})"
             ) from None
+        if table_map.raw_metadata_key:
+            if len(_COLUMNS) >= _CACHE_SIZE:
+                _COLUMNS.clear()
+            decoder.columns = _COLUMNS.setdefault(table_map.raw_metadata_key, decoder.columns)
         _CACHE[key] = decoder
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return decoder.decode(event, table_map)
+    return decoder
 
 
 __all__ = [
@@ -695,5 +719,6 @@ __all__ = [
     "RowDecoder",
     "RowImages",
     "decode_rows_event",
+    "row_decoder",
     "table_columns",
 ]

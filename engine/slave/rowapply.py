@@ -166,9 +166,8 @@ class _TablePending:
 
 
 def queue_images(pending: Any, images: RowImages, seq: int) -> int:
-    """Queue a full-image rows event's operations, numbered from `seq`, on `pending` (anything with
-    seq, op, must and per-column values lists: _TablePending, or a worker process's table of a
-    prepared run); the next number."""
+    """Queue a full-image rows event's operations, numbered from `seq`, on `pending` (a
+    _TablePending); the next number."""
     n = images.count
     kind = images.kind
     if kind is _WRITE:
