@@ -533,6 +533,9 @@ class RowDecoder:
             else []
         )
         self._first, self._second = first, second
+        # every image of the event holds every column (binlog_row_image=FULL)
+        width = len(self.columns)
+        self.full = not event.partial and len(first) == width and (not two or len(second) == width)
         params = [f"b{i}" for i in first] + [f"a{i}" for i in second]
         src = [f"def decode(buf, pos, end, {', '.join(params)}):" if params else "def decode(buf, pos, end):"]
         src.append("    rows = 0")
@@ -564,14 +567,6 @@ class RowDecoder:
                 two,
                 (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
             )
-
-    @property
-    def full(self) -> bool:
-        """Every image of the event holds every column (binlog_row_image=FULL)."""
-        width = len(self.columns)
-        if self.partial or len(self._first) != width:
-            return False
-        return self.kind != RowsKind.UPDATE or len(self._second) == width
 
     def decode_into(self, event: RowsEvent, table_map: TableMap, outs: list[list[Any]]) -> int:
         """decode(), appending each present column's values to the caller's lists: outs holds one
