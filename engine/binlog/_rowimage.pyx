@@ -105,10 +105,6 @@ cdef class RowProgram:
 
         Each image maps column index -> the column's values; the second is empty but for UPDATE.
         """
-        cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
-        cdef Py_ssize_t pos = 0
-        cdef Py_ssize_t start
-        cdef long rows = 0
         cdef int i
         cdef list outs = [[] for i in range(self.ncols)]
         cdef dict first = {}
@@ -118,27 +114,23 @@ cdef class RowProgram:
                 first[self.indexes[i]] = outs[i]
             else:
                 second[self.indexes[i]] = outs[i]
-        while pos < end:
-            start = pos
-            pos = self._image(data, pos, end, 0, self.first, outs)
-            if self.two_images:
-                pos = self._image(data, pos, end, self.first, self.ncols, outs)
-            if pos == start:
-                raise ValueError("row image holds no columns")
-            rows += 1
-        return first, second, pos, rows
+        end, rows = self._rows(data, outs)
+        return first, second, end, rows
 
     def decode_into(self, bytes data, list outs):
         """decode(), appending to the caller's lists instead: outs[i] takes present column i
         (first image's, then second image's). An UPDATE's two images may share lists, which then
         hold each row's before and after values in turn. (end position, rows); ValueError if
         malformed, after appending what came before the fault."""
+        if len(outs) != self.ncols:
+            raise ValueError("one list per present column")
+        return self._rows(data, outs)
+
+    cdef tuple _rows(self, bytes data, list outs):
         cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
         cdef Py_ssize_t pos = 0
         cdef Py_ssize_t start
         cdef long rows = 0
-        if len(outs) != self.ncols:
-            raise ValueError("one list per present column")
         while pos < end:
             start = pos
             pos = self._image(data, pos, end, 0, self.first, outs)
