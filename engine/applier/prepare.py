@@ -180,18 +180,20 @@ class _RunBuilder:
                 and table.columns != decoder.columns
             ):
                 return False
-        marks = [(t, len(t.seq), t.rows) for t in tables.values()]  # to take the transaction back
+        marks = {key: (len(t.seq), t.rows) for key, t in tables.items()}  # to take the transaction back
         seq, rows = self.seq, self.rows
         try:
             for event, table_map, decoder in events:
                 self._queue(event, table_map, decoder)
         except ValueError:
-            for table, length, table_rows in marks:
-                table.rows = table_rows
+            for key in list(tables):
+                if key not in marks:
+                    del tables[key]  # new to the run with this transaction
+                    continue
+                table = tables[key]
+                length, table.rows = marks[key]
                 for column in (table.seq, table.op, table.must, *table.values):
                     del column[length:]
-            for key in [k for k, t in tables.items() if all(t is not m[0] for m in marks)]:
-                del tables[key]
             self.seq, self.rows = seq, rows
             return None  # the coordinator's own decoding reports it
         self.transactions.append(txn)

@@ -62,7 +62,7 @@ cdef inline bint _valid_date(long year, long month, long day):
 
 
 cdef class RowProgram:
-    """Decodes every row of a rows event into one list per present column."""
+    """Decodes every row of a rows event into the caller's lists, one per present column."""
 
     cdef int ncols  # present columns over both images
     cdef int first  # of which in the first image
@@ -70,11 +70,10 @@ cdef class RowProgram:
     cdef int* ops
     cdef int* args
     cdef list refs
-    cdef tuple indexes  # the table column each present column is
     cdef tuple fallbacks  # (make_date, make_datetime, make_timestamp, epoch, datetime2)
 
     def __cinit__(
-        self, list first_ops, list second_ops, tuple indexes, bint two_images, tuple fallbacks
+        self, list first_ops, list second_ops, bint two_images, tuple fallbacks
     ):
         cdef int i
         cdef list all_ops = first_ops + second_ops
@@ -92,41 +91,18 @@ cdef class RowProgram:
             self.args[i] = arg
             self.refs.append(ref)
         self.fallbacks = fallbacks
-        if len(indexes) != self.ncols:
-            raise ValueError("one column index per opcode")
-        self.indexes = indexes
 
     def __dealloc__(self):
         free(self.ops)
         free(self.args)
 
-    def decode(self, bytes data):
-        """(first image, second image, end position, rows); ValueError if malformed.
-
-        Each image maps column index -> the column's values; the second is empty but for UPDATE.
-        """
-        cdef int i
-        cdef list outs = [[] for i in range(self.ncols)]
-        cdef dict first = {}
-        cdef dict second = {}
-        for i in range(self.ncols):
-            if i < self.first:
-                first[self.indexes[i]] = outs[i]
-            else:
-                second[self.indexes[i]] = outs[i]
-        end, rows = self._rows(data, outs)
-        return first, second, end, rows
-
     def decode_into(self, bytes data, list outs):
-        """decode(), appending to the caller's lists instead: outs[i] takes present column i
+        """Every row of the event, appended to the caller's lists: outs[i] takes present column i
         (first image's, then second image's). An UPDATE's two images may share lists, which then
         hold each row's before and after values in turn. (end position, rows); ValueError if
         malformed, after appending what came before the fault."""
         if len(outs) != self.ncols:
             raise ValueError("one list per present column")
-        return self._rows(data, outs)
-
-    cdef tuple _rows(self, bytes data, list outs):
         cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
         cdef Py_ssize_t pos = 0
         cdef Py_ssize_t start

@@ -521,7 +521,6 @@ class RowDecoder:
                 f"rows event has {event.column_count} columns, table map of "
                 f"{_where(table_map)} has {len(self.columns)}"
             )
-        self.partial = event.partial  # MySQL's PARTIAL_UPDATE_ROWS: JSON diffs in the after image
         self.before_present = event.columns_before
         self.after_present = event.columns_after
         gen = _CodeGen()
@@ -563,7 +562,6 @@ class RowDecoder:
             self._program = _compiled.RowProgram(
                 [_compiled_op(gen, self.columns[i]) for i in first],
                 [_compiled_op(gen, self.columns[i]) for i in second],
-                (*first, *second),
                 two,
                 (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
             )
@@ -587,21 +585,9 @@ class RowDecoder:
 
     def decode(self, event: RowsEvent, table_map: TableMap) -> RowImages:
         """Decode with this compiled code; `table_map` may be any map of identical structure."""
-        data = event.rows_data
-        first: dict[int, list[Any]]
-        second: dict[int, list[Any]]
-        try:
-            if self._program is not None:
-                first, second, end, count = self._program.decode(data)
-            else:
-                first = {i: [] for i in self._first}
-                second = {i: [] for i in self._second}
-                appenders = [v.append for v in first.values()] + [v.append for v in second.values()]
-                end, count = self._decode(data, 0, len(data), *appenders)
-        except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
-            raise ValueError(f"row image of {_where(table_map)} is malformed: {exc}") from None
-        if end != len(data):
-            raise ValueError(f"row image of {_where(table_map)} runs {end - len(data)} bytes past its event")
+        first = {i: [] for i in self._first}
+        second = {i: [] for i in self._second}
+        count = self.decode_into(event, table_map, [*first.values(), *second.values()])
         if self.kind == RowsKind.UPDATE:
             return RowImages(table_map, self.kind, self.columns, first, second, count)
         if self.kind == RowsKind.WRITE:

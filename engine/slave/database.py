@@ -215,21 +215,22 @@ class Slave:
             _utc_now(),
             progress.channel,
         ]
-        # UPDATE first: measured a third of INSERT OR REPLACE's cost, and the row is there after
-        # the channel's first commit
-        (updated,) = self.con.execute(
+        self._update_or_insert(
             f"UPDATE {INTERNAL_SCHEMA}.progress SET relay_log_file = ?, relay_log_pos = ?, "
             "source_log_file = ?, source_log_pos = ?, executed_gtids = ?, transactions = ?, "
             "last_transaction = ?, updated_at = ? WHERE channel = ?",
+            f"INSERT INTO {INTERNAL_SCHEMA}.progress (relay_log_file, relay_log_pos, source_log_file, "
+            "source_log_pos, executed_gtids, transactions, last_transaction, updated_at, channel) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             values,
-        ).fetchone()
+        )
+
+    def _update_or_insert(self, update: str, insert: str, values: list[object]) -> None:
+        """The row updated in place, inserted when it is not there yet: measured a third of the
+        cost of INSERT OR REPLACE, and the row is there after the first time."""
+        (updated,) = self.con.execute(update, values).fetchone()
         if not updated:
-            self.con.execute(
-                f"INSERT INTO {INTERNAL_SCHEMA}.progress (relay_log_file, relay_log_pos, source_log_file, "
-                "source_log_pos, executed_gtids, transactions, last_transaction, updated_at, channel) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
-            )
+            self.con.execute(insert, values)
 
     def record_commits(self, commits: list[CommitRecord]) -> None:
         """Inside the open transaction: one record per transaction it commits (exactly once rests
@@ -358,12 +359,11 @@ class Slave:
 
     def save_catalog(self, catalog: Catalog) -> None:
         """Inside the open transaction, with the DDL that produced it (begin(changes_definitions=True))."""
-        body = catalog.to_json()
-        (updated,) = self.con.execute(
-            f"UPDATE {INTERNAL_SCHEMA}.catalog SET body = ? WHERE id = 1", [body]
-        ).fetchone()
-        if not updated:
-            self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.catalog VALUES (1, ?)", [body])
+        self._update_or_insert(
+            f"UPDATE {INTERNAL_SCHEMA}.catalog SET body = ? WHERE id = 1",
+            f"INSERT INTO {INTERNAL_SCHEMA}.catalog (body, id) VALUES (?, 1)",
+            [catalog.to_json()],
+        )
         self._db.catalog = catalog
         self._catalog_changed = True
 
