@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -164,6 +165,73 @@ class ExecutedGtids:
         parts = [str(self.mysql).replace(",\n", ",")] if not self.mysql.is_empty() else []
         parts += [str(self.maria[d]) for d in sorted(self.maria)]
         return ",".join(parts)
+
+
+class GtidBatch:
+    """The GTIDs of consecutive transactions, summed up for ExecutedGtids: MariaDB's per domain
+    (the lowest seq_no, and the GTID that adding them one by one would leave), MySQL's one by one.
+
+    Built where a run of transactions is prepared, so that the applier checks and records a run
+    per domain instead of per transaction (measured: a sixth of the applier's Python time)."""
+
+    __slots__ = ("maria", "mysql")
+
+    def __init__(self) -> None:
+        self.maria: dict[int, tuple[int, MariaGtid]] = {}  # domain -> (lowest seq_no, last kept)
+        self.mysql: list[str] = []
+
+    @classmethod
+    def of(cls, gtids: Iterable[str | None]) -> GtidBatch:
+        batch = cls()
+        for gtid in gtids:
+            if gtid:
+                batch.add(gtid)
+        return batch
+
+    def add(self, gtid: str) -> None:
+        if ":" in gtid:
+            self.mysql.append(gtid)
+            return
+        self.add_maria(MariaGtid(*_maria_parts(gtid)))
+
+    def add_maria(self, gtid: MariaGtid) -> None:
+        seq = gtid.seq_no
+        entry = self.maria.get(gtid.domain_id)
+        if entry is None:
+            self.maria[gtid.domain_id] = (seq, gtid)
+        else:
+            lowest, kept = entry
+            self.maria[gtid.domain_id] = (min(lowest, seq), gtid if seq >= kept.seq_no else kept)
+
+    def extend(self, later: GtidBatch) -> None:
+        """Append the batch of the transactions that follow."""
+        self.mysql.extend(later.mysql)
+        for domain, (lowest, kept) in later.maria.items():
+            entry = self.maria.get(domain)
+            if entry is None:
+                self.maria[domain] = (lowest, kept)
+            else:
+                self.maria[domain] = (
+                    min(entry[0], lowest),
+                    kept if kept.seq_no >= entry[1].seq_no else entry[1],
+                )
+
+    def any_in(self, executed: ExecutedGtids) -> bool:
+        """Whether executed.contains(g) for some GTID g of the batch."""
+        for domain, (lowest, _) in self.maria.items():
+            current = executed.maria.get(domain)
+            if current is not None and lowest <= current.seq_no:
+                return True
+        return any(executed.contains(gtid) for gtid in self.mysql)
+
+    def add_to(self, executed: ExecutedGtids) -> None:
+        """executed.add(g) for every GTID g of the batch, in order."""
+        for domain, (_, kept) in self.maria.items():
+            current = executed.maria.get(domain)
+            if current is None or kept.seq_no >= current.seq_no:
+                executed.maria[domain] = kept
+        for gtid in self.mysql:
+            executed.add(gtid)
 
 
 def _maria_parts(gtid: str) -> tuple[int, int, int]:

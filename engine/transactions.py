@@ -219,6 +219,11 @@ class TransactionAssembler:
         # transaction context) stays in the group.
         return ()
 
+    @property
+    def idle(self) -> bool:
+        """No group is open: the next event starts one or passes through."""
+        return self._open is None
+
     def finish(self) -> Iterator[Incomplete]:
         """The end of the available data: an open group is incomplete, never a transaction."""
         if self._open is not None and self._open.events:

@@ -18,10 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..binlog.columns import ColumnInfo, RowDecoder, row_decoder
-from ..binlog.constants import RowsKind
+from ..binlog.constants import MariaGtidFlag, RowsKind
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
+from ..gtids import GtidBatch, MariaGtid
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment
 from ..relaylog.stream import stream_events
@@ -35,6 +36,7 @@ _WRITE, _UPDATE = RowsKind.WRITE, RowsKind.UPDATE
 _DELETE_UPSERT = (0, 1)
 _MUST_THEN_NEW = (1, None)
 _DELIMITERS = frozenset({"BEGIN", "COMMIT"})
+_STANDALONE_OR_DDL = int(MariaGtidFlag.STANDALONE) | int(MariaGtidFlag.DDL)
 
 
 class RunTransaction(NamedTuple):
@@ -75,6 +77,7 @@ class PreparedRun:
     tables: list[TableOps]
     row_changes: int
     operations: int  # its operations are numbered (seq) 0 … operations - 1, across its tables
+    gtids: GtidBatch
 
     def __getstate__(self) -> tuple[Any, ...]:
         # Handed from a worker process to the applier column-wise: pickling thousands of named
@@ -93,10 +96,10 @@ class PreparedRun:
             [x.size for x in t],
             [x.row_events for x in t],
         )
-        return columns, self.tables, self.row_changes, self.operations
+        return columns, self.tables, self.row_changes, self.operations, self.gtids
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        columns, self.tables, self.row_changes, self.operations = state
+        columns, self.tables, self.row_changes, self.operations, self.gtids = state
         gtid, start_file, start_pos, end_file, end_pos, *rest = columns
         starts = map(Position, start_file, start_pos)
         ends = map(Position, end_file, end_pos)
@@ -136,17 +139,44 @@ class _RunBuilder:
     """Collects row-only transactions into a run; refuses what a run cannot hold."""
 
     def __init__(self) -> None:
-        self.transactions: list[Transaction] = []
+        self.transactions: list[RunTransaction] = []
+        self.sources: list[tuple[LoggedEvent, ...] | list[LoggedEvent]] = []  # each one's events
         self.tables: dict[tuple[str, str], _Table] = {}
+        self.gtids = GtidBatch()
         self.seq = 0
         self.rows = 0
 
     def add(self, txn: Transaction) -> bool | None:
         """True: taken. False: row-only, but its tables' column lists differ from the run's (it
         starts the next run). None: not row-only, or its images cannot be taken set-based."""
-        maps: dict[int, TableMap] = {}
-        events = []
+        if txn.is_ddl:
+            return None
         for logged in txn.events:
+            event = logged.event
+            kind = type(event)
+            if kind is MariaGtidEvent:
+                if event.xa_format_id is not None:
+                    return None
+            elif kind is Query:
+                if event.query not in _DELIMITERS:
+                    return None
+            elif kind is not TableMap and kind is not RowsEvent and kind not in _PLAIN:
+                return None
+        return self.add_row_only(txn.events, txn.gtid, txn.original_commit_timestamp)
+
+    def add_row_only(
+        self,
+        events: tuple[LoggedEvent, ...] | list[LoggedEvent],
+        gtid: str | None,
+        original_commit_timestamp: int | None,
+        maria_gtid: MariaGtid | None = None,
+    ) -> bool | None:
+        """add() for a transaction known to hold nothing but its GTID, BEGIN/COMMIT, table maps,
+        rows events and XID (the reader's fast path checks that as it reads); maria_gtid: its
+        MariaDB GTID as read, when the caller has it."""
+        maps: dict[int, TableMap] = {}
+        decoded = []
+        for logged in events:
             event = logged.event
             kind = type(event)
             if kind is TableMap:
@@ -161,18 +191,9 @@ class _RunBuilder:
                     return None  # the coordinator's own decoding reports it
                 if not decoder.full:
                     return None  # partial images are applied row by row
-                events.append((event, table_map, decoder))
-            elif kind in _PLAIN:
-                if kind is MariaGtidEvent and event.xa_format_id is not None:
-                    return None
-            elif kind is Query and event.query in _DELIMITERS:
-                continue
-            else:
-                return None
-        if txn.is_ddl:
-            return None
+                decoded.append((event, table_map, decoder))
         tables = self.tables
-        for _event, table_map, decoder in events:
+        for _event, table_map, decoder in decoded:
             table = tables.get((table_map.schema, table_map.table))
             if (
                 table is not None
@@ -183,7 +204,7 @@ class _RunBuilder:
         marks = {key: (len(t.seq), t.rows) for key, t in tables.items()}  # to take the transaction back
         seq, rows = self.seq, self.rows
         try:
-            for event, table_map, decoder in events:
+            for event, table_map, decoder in decoded:
                 self._queue(event, table_map, decoder)
         except ValueError:
             for key in list(tables):
@@ -196,8 +217,39 @@ class _RunBuilder:
                     del column[length:]
             self.seq, self.rows = seq, rows
             return None  # the coordinator's own decoding reports it
-        self.transactions.append(txn)
+        first, last = events[0], events[-1]
+        if first.log_name is last.log_name and not last.inner:  # one file, one stretch of it
+            size = last.end_pos - first.pos
+        else:
+            size = sum([e.end_pos - e.pos for e in events if not e.inner])
+        self.transactions.append(
+            RunTransaction(
+                gtid,
+                Position(first.log_name, first.pos),
+                Position(last.log_name, last.end_pos),
+                last.source_log_file,
+                last.header.log_pos,
+                first.header.timestamp,
+                original_commit_timestamp,
+                size,
+                len(decoded),
+            )
+        )
+        self.sources.append(events)
+        if maria_gtid is not None:
+            self.gtids.add_maria(maria_gtid)
+        elif gtid:
+            self.gtids.add(gtid)
         return True
+
+    def as_read(self) -> list[Transaction]:
+        """The run's transactions as the reader assembles them, for the coordinator's way."""
+        assembler = TransactionAssembler()
+        out: list[Transaction] = []
+        for events in self.sources:
+            for logged in events:
+                out.extend(assembler.feed(logged))  # type: ignore[arg-type]
+        return out
 
     def _queue(self, event: RowsEvent, table_map: TableMap, decoder: RowDecoder) -> None:
         """Decode the event's images straight into its table's columns: a row's before image and
@@ -247,26 +299,18 @@ class _RunBuilder:
                     table.rows,
                 )
             )
-        transactions = [
-            RunTransaction(
-                t.gtid,
-                t.start,
-                t.end,
-                t.source_log_file,
-                t.source_end_pos,
-                t.timestamp,
-                t.original_commit_timestamp,
-                t.size,
-                t.row_events,
-            )
-            for t in self.transactions
-        ]
-        return PreparedRun(transactions, tables, self.rows, self.seq)
+        return PreparedRun(self.transactions, tables, self.rows, self.seq, self.gtids)
 
 
 def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
     """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
-    transactions."""
+    transactions.
+
+    The reading has a fast path: a transaction that opens with a GTID is gathered here, event by
+    event, while it holds nothing but table maps, rows events (after a MySQL GTID's BEGIN) and
+    its XID, and goes to the run without the transaction assembler's bookkeeping. At the first
+    other event its events so far go to the assembler after all, which then sees exactly the
+    stream it would have seen."""
     logs = RelayLogSet(None, segment.files)
     stop_name, stop_pos = segment.stop if segment.stop is not None else ("", -1)
     events = stream_events(
@@ -283,31 +327,88 @@ def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
             try:
                 items.append(builder.build())
             except (pa.ArrowException, ValueError, TypeError, OverflowError):
-                items.extend(builder.transactions)  # values Arrow refuses: the coordinator's way reports them
+                items.extend(builder.as_read())  # values Arrow refuses: the coordinator's way reports them
         builder = _RunBuilder()
 
+    def taken(outcome: bool | None) -> bool:
+        if outcome is True and len(builder.transactions) >= run_length:
+            close_run()
+        return outcome is True
+
+    def transaction(txn: Transaction) -> None:
+        outcome = builder.add(txn)
+        if outcome is False:
+            close_run()
+            outcome = builder.add(txn)
+        if not taken(outcome):
+            close_run()
+            items.append(txn)
+
+    def assembled(item: Transaction | LoggedEvent | Incomplete) -> None:
+        nonlocal done
+        if isinstance(item, Transaction):
+            transaction(item)
+            done = item.end
+        else:
+            close_run()
+            items.append(item)
+            if isinstance(item, LoggedEvent):
+                done = Position(item.log_name, item.end_pos)
+
+    gathered: list[LoggedEvent] | None = None  # the fast path's transaction so far
+    gtid: str | None = None
+    maria_gtid: MariaGtid | None = None
+    commit_timestamp: int | None = None
+    needs_begin = False
     try:
         for logged in events:
             if logged.pos == stop_pos and logged.log_name == stop_name:
                 break
-            for item in assembler.feed(logged):
-                if isinstance(item, Transaction):
-                    taken = builder.add(item)
-                    if taken is False:
-                        close_run()
-                        taken = builder.add(item)
-                    if taken:
-                        if len(builder.transactions) >= run_length:
+            event = logged.event
+            kind = type(event)
+            if gathered is not None:
+                if kind is TableMap or kind is RowsEvent:
+                    if not needs_begin:
+                        gathered.append(logged)
+                        continue
+                elif kind is Xid:
+                    if not needs_begin:
+                        gathered.append(logged)
+                        outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
+                        if outcome is False:
                             close_run()
-                    else:
-                        close_run()
-                        items.append(item)
-                    done = item.end
-                else:
-                    close_run()
-                    items.append(item)
-                    if isinstance(item, LoggedEvent):
-                        done = Position(item.log_name, item.end_pos)
+                            outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
+                        if not taken(outcome):
+                            close_run()
+                            for earlier in gathered:
+                                for item in assembler.feed(earlier):
+                                    assembled(item)
+                        done = Position(logged.log_name, logged.end_pos)
+                        gathered = None
+                        continue
+                elif kind is Query and needs_begin and event.query == "BEGIN":
+                    gathered.append(logged)
+                    needs_begin = False
+                    continue
+                # not row-only after all: the assembler takes the transaction from its start
+                for earlier in gathered:
+                    for item in assembler.feed(earlier):
+                        assembled(item)
+                gathered = None
+            elif assembler.idle:
+                if kind is MariaGtidEvent:
+                    if event.flags & _STANDALONE_OR_DDL == 0 and event.xa_format_id is None:
+                        gathered, commit_timestamp, needs_begin = [logged], None, False
+                        maria_gtid = event.gtid
+                        gtid = str(maria_gtid)
+                        continue
+                elif kind is Gtid:
+                    gathered, maria_gtid, needs_begin = [logged], None, True
+                    gtid = None if event.anonymous else event.gtid_text
+                    commit_timestamp = event.original_commit_timestamp
+                    continue
+            for item in assembler.feed(logged):
+                assembled(item)
     except BinlogError:
         close_run()
         return PreparedSegment(segment.number, items, done)
@@ -339,9 +440,11 @@ def merge_runs(runs: list[PreparedRun]) -> PreparedRun:
         return runs[0]
     parts: dict[tuple[str, str], list[TableOps]] = {}
     transactions: list[RunTransaction] = []
+    gtids = GtidBatch()
     offset = 0
     for run in runs:
         transactions.extend(run.transactions)
+        gtids.extend(run.gtids)
         for ops in run.tables:
             data = ops.ops
             if offset:
@@ -360,7 +463,7 @@ def merge_runs(runs: list[PreparedRun]) -> PreparedRun:
         )
         for group in parts.values()
     ]
-    return PreparedRun(transactions, tables, sum(r.row_changes for r in runs), offset)
+    return PreparedRun(transactions, tables, sum(r.row_changes for r in runs), offset, gtids)
 
 
 def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:

@@ -32,6 +32,10 @@ from .prepare import PreparedSegment, prepare_segment
 # Transactions per segment: enough that a segment's DuckDB statements and commit are a small
 # share of applying it, few enough that every process gets several segments of a relay log.
 SEGMENT_TRANSACTIONS = 4000
+# ... or this many bytes, whichever comes first: a bulk load's few large transactions cost as
+# much to prepare per byte as small ones (measured: 4,000 OLTP transactions, 6.7 MB, 0.21 s; 500
+# bulk inserts, 12 MB, 0.33 s)
+SEGMENT_BYTES = 6 << 20
 FIRST_SEGMENT_FRACTION = 8
 SEGMENTS_AHEAD_PER_WORKER = 2  # measured: 1 leaves the applier waiting more often
 
@@ -48,10 +52,13 @@ def _start_worker() -> None:
 class SegmentPool:
     """Worker processes preparing segments; `workers` of them, started on first use."""
 
-    def __init__(self, workers: int, segment_transactions: int | None = None) -> None:
+    def __init__(
+        self, workers: int, segment_transactions: int | None = None, segment_bytes: int | None = None
+    ) -> None:
         context = multiprocessing.get_context("fork")
         self.workers = workers
         self.segment_transactions = segment_transactions or SEGMENT_TRANSACTIONS
+        self.segment_bytes = segment_bytes or SEGMENT_BYTES
         self.ahead = workers * SEGMENTS_AHEAD_PER_WORKER + 1  # segments in flight at most
         self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
 
@@ -79,21 +86,35 @@ def prepared_chunks(
     in_flight: deque[Future[PreparedSegment]] = deque()
     # a short first segment: the applier has nothing to do until one is prepared
     first = max(1, pool.segment_transactions // FIRST_SEGMENT_FRACTION)
-    segments = plan_segments(logs, start_file, start_pos, pool.segment_transactions, first)
+    segment_bytes = getattr(pool, "segment_bytes", None)
+    segments = plan_segments(
+        logs,
+        start_file,
+        start_pos,
+        pool.segment_transactions,
+        first,
+        segment_bytes,
+        segment_bytes // FIRST_SEGMENT_FRACTION if segment_bytes else None,
+    )
     planned = True
+
+    def refill() -> None:
+        nonlocal planned
+        while planned and len(in_flight) < pool.ahead:
+            segment = next(segments, None)
+            if segment is None:
+                planned = False
+            else:
+                in_flight.append(pool.submit(segment))
+
     try:
-        while True:
-            while planned and len(in_flight) < pool.ahead:
-                segment = next(segments, None)
-                if segment is None:
-                    planned = False
-                else:
-                    in_flight.append(pool.submit(segment))
-            if not in_flight:
-                return
+        refill()
+        while in_flight:
             ready = [in_flight.popleft().result()]
             while in_flight and in_flight[0].done():
                 ready.append(in_flight.popleft().result())
+            # before the applier takes this chunk, not after: the workers keep busy meanwhile
+            refill()
             items: list[object] = []
             for prepared in ready:
                 items.extend(prepared.items)

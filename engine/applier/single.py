@@ -402,9 +402,8 @@ class ChannelApplier:
         ordinary way instead (a transaction of it was applied before, a table the slave does not
         take set-based, an apply error — which the ordinary way narrows down and reports)."""
         scheduled = self._scheduled
-        for txn in run.transactions:
-            if txn.gtid and scheduled.contains(txn.gtid):
-                return False
+        if run.gtids.any_in(scheduled):
+            return False
         catalog = self.slave.catalog
         rows = self.executor.rows
         plan = []
@@ -414,9 +413,7 @@ class ChannelApplier:
                 return False
             plan.append((table, ops))
         executed = ExecutedGtids.parse(str(self.executed))
-        for txn in run.transactions:
-            if txn.gtid:
-                executed.add(txn.gtid)
+        run.gtids.add_to(executed)
         count = len(run.transactions)
         first = self.progress.transactions + 1
         progress = progress_after(self.progress, run.transactions[-1], str(executed), first + count - 1)  # type: ignore[arg-type]
@@ -435,9 +432,7 @@ class ChannelApplier:
             raise
         if self.on_commit is not None:
             self.on_commit(run.transactions)  # type: ignore[arg-type]
-        for txn in run.transactions:
-            if txn.gtid:
-                scheduled.add(txn.gtid)
+        run.gtids.add_to(scheduled)
         self.progress, self.executed = progress, executed
         stats = self.stats
         stats.transactions += count

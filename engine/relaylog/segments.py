@@ -67,13 +67,19 @@ def plan_segments(
     start_pos: int,
     transactions_per_segment: int,
     first_segment: int | None = None,
+    bytes_per_segment: int | None = None,
+    first_segment_bytes: int | None = None,
 ) -> Iterator[Segment]:
     """Segments of about `transactions_per_segment` transactions from (start_file, start_pos), in
     stream order, yielded as soon as the next cut is known; the first one of `first_segment`
-    transactions when given (whoever waits for the first segment waits less). Errors in the files
-    (a bad header, a missing file) are left to the segments' readers, which report them where
-    they are."""
+    transactions when given (whoever waits for the first segment waits less). With a byte bound
+    a segment also ends at the first cut past that many bytes: bulk loads log few transactions
+    of many rows, and a segment's cost follows its bytes as much as its transactions. Errors in
+    the files (a bad header, a missing file) are left to the segments' readers, which report
+    them where they are."""
     limit = first_segment or transactions_per_segment
+    byte_limit = first_segment_bytes or bytes_per_segment
+    before_file = 0  # bytes of the current segment in the files before the current one
     state = ReaderState()
     started = start_file is None
     current: tuple[int, int, ReaderState] | None = None  # (file index, position, state at file start)
@@ -98,15 +104,18 @@ def plan_segments(
         with binlog:
             for cut in transaction_starts(binlog._data, pos, binlog.size):
                 counted += 1
-                if counted <= limit:
+                first, first_pos, first_state = current
+                in_segment = before_file + cut - (first_pos if first == index else 4)
+                if counted <= limit and (byte_limit is None or in_segment < byte_limit):
                     continue
                 counted = 1
-                limit = transactions_per_segment
-                first, first_pos, first_state = current
+                limit, byte_limit, before_file = transactions_per_segment, bytes_per_segment, 0
                 if (first, first_pos) != (index, cut):
                     yield Segment(tuple(files[first:]), first_pos, first_state, (name, cut), number)
                     number += 1
                 current = (index, cut, at_file_start)
+            first, first_pos, _ = current
+            before_file += binlog.size - (first_pos if first == index else 4)
         if not _walk(path, state):
             break
     if current is not None:
