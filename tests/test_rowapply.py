@@ -168,3 +168,43 @@ def test_the_capture_replays_exactly_when_every_table_is_matched_on_its_before_i
     assert outcomes[0].error is None
     expected = {("shop", p.stem): p for p in (MULTISOURCE / "expected" / "shop").glob("*.csv")}
     assert_tables_equal(tmp_path / "s.duckdb", expected)
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_two_column_key_reports_1062_and_1032_for_the_first_offending_row(con, monkeypatch, fallback):
+    """The keys DELETE … RETURNING found decide the errors; a key of two columns is matched as a
+    whole, by Arrow's join or, where Arrow cannot line the types up, value by value."""
+    if fallback:
+
+        def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+            raise rowapply.pa.ArrowNotImplementedError("no join for these types")
+
+        monkeypatch.setattr(rowapply, "_arrow_found_mask", refuse)
+    con.execute("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
+    t = table(("id", "v"))
+
+    def outcome(*events: RowImages) -> tuple[int, str] | None:
+        con.execute("BEGIN")
+        applier = RowApplier(con)
+        for event in events:
+            applier.add(event, t)
+        try:
+            applier.flush()
+        except ApplyError as exc:
+            return exc.errno, exc.message
+        finally:
+            con.execute("ROLLBACK")
+        return None
+
+    # (1, 'b') and (2, 'a') share a column value with a row that is there, not the whole key
+    assert outcome(images(RowsKind.WRITE, None, [(1, "b"), (2, "a")])) is None
+    assert outcome(images(RowsKind.DELETE, [(1, "a"), (2, "b")], None)) is None
+    errno, message = outcome(
+        images(RowsKind.WRITE, None, [(3, "c")]), images(RowsKind.WRITE, None, [(2, "b"), (1, "a")])
+    )
+    assert errno == 1062 and "'2-b'" in message
+    errno, message = outcome(
+        images(RowsKind.DELETE, [(1, "a")], None), images(RowsKind.UPDATE, [(2, "a")], [(2, "z")])
+    )
+    assert errno == 1032 and "key 2-a" in message
+    assert rows(con) == [(1, "a"), (2, "b")]

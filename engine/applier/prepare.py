@@ -302,7 +302,7 @@ class _RunBuilder:
         return PreparedRun(self.transactions, tables, self.rows, self.seq, self.gtids)
 
 
-def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
+def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -> PreparedSegment:
     """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
     transactions.
 
@@ -310,7 +310,8 @@ def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
     event, while it holds nothing but table maps, rows events (after a MySQL GTID's BEGIN) and
     its XID, and goes to the run without the transaction assembler's bookkeeping. At the first
     other event its events so far go to the assembler after all, which then sees exactly the
-    stream it would have seen."""
+    stream it would have seen. fast_path=False reads every event through the assembler (the
+    tests compare both)."""
     logs = RelayLogSet(None, segment.files)
     stop_name, stop_pos = segment.stop if segment.stop is not None else ("", -1)
     events = stream_events(
@@ -395,7 +396,7 @@ def prepare_segment(segment: Segment, run_length: int) -> PreparedSegment:
                     for item in assembler.feed(earlier):
                         assembled(item)
                 gathered = None
-            elif assembler.idle:
+            elif fast_path and assembler.idle:
                 if kind is MariaGtidEvent:
                     if event.flags & _STANDALONE_OR_DDL == 0 and event.xa_format_id is None:
                         gathered, commit_timestamp, needs_begin = [logged], None, False

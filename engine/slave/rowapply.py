@@ -213,18 +213,25 @@ def reduce_by_key(ops: pa.Table, keys: list[str]) -> pa.Table:
 def _found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> pa.Array:
     """Which rows of `reduced` have their key among the `found` rows (the same key columns)."""
     try:
-        if len(keys) == 1:
-            column = reduced.column(keys[0])
-            return pc.is_in(column, value_set=found.column(0).cast(column.type))
-        index = reduced.select(keys).append_column("__row", pa.arange(0, reduced.num_rows, 1))
-        matches = found.rename_columns(keys).cast(index.select(keys).schema)
-        rows = index.join(matches, keys, join_type="inner").column("__row")
-        return pc.is_in(index.column("__row"), value_set=rows)
+        return _arrow_found_mask(reduced, keys, found)
     except (pa.ArrowException, ValueError):
-        # key types Arrow cannot line up: compare as Python values
-        present = set(zip(*(found.column(i).to_pylist() for i in range(len(keys))), strict=True))
-        touched = zip(*(reduced.column(k).to_pylist() for k in keys), strict=True)
-        return pa.array([key in present for key in touched], type=pa.bool_())
+        return _python_found_mask(reduced, keys, found)  # key types Arrow cannot line up
+
+
+def _arrow_found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> pa.Array:
+    if len(keys) == 1:
+        column = reduced.column(keys[0])
+        return pc.is_in(column, value_set=found.column(0).cast(column.type))
+    index = reduced.select(keys).append_column("__row", pa.arange(0, reduced.num_rows, 1))
+    matches = found.rename_columns(keys).cast(index.select(keys).schema)
+    rows = index.join(matches, keys, join_type="inner").column("__row")
+    return pc.is_in(index.column("__row"), value_set=rows)
+
+
+def _python_found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> pa.Array:
+    present = set(zip(*(found.column(i).to_pylist() for i in range(len(keys))), strict=True))
+    touched = zip(*(reduced.column(k).to_pylist() for k in keys), strict=True)
+    return pa.array([key in present for key in touched], type=pa.bool_())
 
 
 class RowApplier:
