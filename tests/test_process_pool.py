@@ -228,6 +228,7 @@ class _ReadyPool:
     def __init__(self, workers: int, segment_transactions: int | None = None) -> None:
         self.workers = workers
         self.segment_transactions = segment_transactions or processes.SEGMENT_TRANSACTIONS
+        self.segment_bytes: int | None = None  # bounded by transactions only: segments as the tests plan them
         self.ahead = workers * processes.SEGMENTS_AHEAD_PER_WORKER + 1
         self.submitted = 0
 

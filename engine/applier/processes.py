@@ -58,7 +58,7 @@ class SegmentPool:
         context = multiprocessing.get_context("fork")
         self.workers = workers
         self.segment_transactions = segment_transactions or SEGMENT_TRANSACTIONS
-        self.segment_bytes = segment_bytes or SEGMENT_BYTES
+        self.segment_bytes: int | None = segment_bytes or SEGMENT_BYTES
         self.ahead = workers * SEGMENTS_AHEAD_PER_WORKER + 1  # segments in flight at most
         self._executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker)
 
@@ -86,7 +86,7 @@ def prepared_chunks(
     in_flight: deque[Future[PreparedSegment]] = deque()
     # a short first segment: the applier has nothing to do until one is prepared
     first = max(1, pool.segment_transactions // FIRST_SEGMENT_FRACTION)
-    segment_bytes = getattr(pool, "segment_bytes", None)
+    segment_bytes = pool.segment_bytes
     segments = plan_segments(
         logs,
         start_file,
