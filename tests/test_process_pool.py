@@ -422,11 +422,19 @@ def _public_logs() -> list[Path]:
     return sorted(p for p in PUBLIC.rglob("*") if p.is_file() and p.name != "README.md")
 
 
+@pytest.mark.parametrize("scanner", [True, False], ids=["compiled-scanner", "python"])
 @pytest.mark.parametrize("source", ["capture", "oltp", "types", "public"])
-def test_the_fast_path_prepares_exactly_what_the_assembler_prepares(source, tmp_path):
-    """Row-only transactions gathered without the assembler: same runs, same GTIDs, same items
-    handed back as read, on MariaDB's and MySQL's logs, damaged ones included."""
+def test_the_fast_path_prepares_exactly_what_the_assembler_prepares(source, scanner, tmp_path, monkeypatch):
+    """Row-only transactions read by the compiled scanner, or gathered without the assembler:
+    same runs, same GTIDs, same items handed back as read, on MariaDB's and MySQL's logs,
+    damaged ones included."""
+    from engine.applier import prepare
     from engine.relaylog.index import RelayLogSet
+
+    if scanner and prepare._runscan is None:
+        pytest.skip("the compiled scanner is not built")
+    if not scanner:
+        monkeypatch.setattr(prepare, "_runscan", None)
 
     if source == "capture":
         sets = [read_index(spec.index_file) for spec in CHANNELS]
@@ -540,3 +548,25 @@ def test_a_runs_gtids_sum_up_what_adding_them_one_by_one_gives(tmp_path):
             run.gtids.add_to(summed)
             assert str(summed) == str(one_by_one)
             assert run.gtids.any_in(summed) == any(t.gtid for t in run.transactions)
+
+
+def test_a_scanned_run_arrow_refuses_is_read_again_and_handed_back_as_read(monkeypatch):
+    """Values Arrow refuses send a run's transactions back as read; those the compiled scanner
+    read have no events to hand back, so the segment is read again without it."""
+    from engine.applier import prepare
+
+    if prepare._runscan is None:
+        pytest.skip("the compiled scanner is not built")
+
+    def refuse(self):  # type: ignore[no-untyped-def]
+        raise prepare.pa.ArrowInvalid("refused")
+
+    monkeypatch.setattr(prepare._RunBuilder, "build", refuse)
+    logs = read_index(CHANNELS[0].index_file)
+    handed_back = 0
+    for segment in plan_segments(logs, None, 4, 40):
+        fast = prepare_segment(copy.deepcopy(segment), 25)
+        assert not any(isinstance(i, PreparedRun) for i in fast.items)
+        _same_items(fast, prepare_segment(copy.deepcopy(segment), 25, fast_path=False))
+        handed_back += sum(isinstance(i, Transaction) for i in fast.items)
+    assert handed_back > 100

@@ -11,21 +11,22 @@ here needs the slave: conversions that depend on the slave's definitions happen 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..binlog.columns import ColumnInfo, RowDecoder, row_decoder
-from ..binlog.constants import MariaGtidFlag, RowsKind
+from ..binlog.columns import ColumnInfo, RowDecoder, cached_full_decoder, row_decoder
+from ..binlog.compiled import load
+from ..binlog.constants import ROWS_EVENT_TYPES, ChecksumAlg, EventType, MariaGtidFlag, RowsKind
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
-from ..binlog.reader import LoggedEvent
+from ..binlog.events.rows import _TABLE_MAPS
+from ..binlog.reader import BinlogFile, LoggedEvent
 from ..errors import BinlogError
 from ..gtids import GtidBatch, MariaGtid
-from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment
-from ..relaylog.stream import stream_events
 from ..slave.rowapply import for_target, value_converter
 from ..slave.schema import MysqlTable
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
@@ -37,6 +38,15 @@ _DELETE_UPSERT = (0, 1)
 _MUST_THEN_NEW = (1, None)
 _DELIMITERS = frozenset({"BEGIN", "COMMIT"})
 _STANDALONE_OR_DDL = int(MariaGtidFlag.STANDALONE) | int(MariaGtidFlag.DDL)
+_ROWS_KINDS = {code: kind for code, (kind, _version, _compressed) in ROWS_EVENT_TYPES.items()}
+_runscan = load("_runscan", package="engine.binlog")
+_CRC32 = int(ChecksumAlg.CRC32)
+_MARIADB_GTID = int(EventType.MARIADB_GTID)
+
+
+class _Rescan(Exception):
+    """A run read by the compiled scanner must go back to the coordinator as read: the segment
+    is read again without the scanner (rare: only values Arrow refuses lead here)."""
 
 
 class RunTransaction(NamedTuple):
@@ -140,7 +150,8 @@ class _RunBuilder:
 
     def __init__(self) -> None:
         self.transactions: list[RunTransaction] = []
-        self.sources: list[tuple[LoggedEvent, ...] | list[LoggedEvent]] = []  # each one's events
+        # each one's events; None for one the compiled scanner read
+        self.sources: list[tuple[LoggedEvent, ...] | list[LoggedEvent] | None] = []
         self.tables: dict[tuple[str, str], _Table] = {}
         self.gtids = GtidBatch()
         self.seq = 0
@@ -191,9 +202,59 @@ class _RunBuilder:
                     return None  # the coordinator's own decoding reports it
                 if not decoder.full:
                     return None  # partial images are applied row by row
-                decoded.append((event, table_map, decoder))
+                decoded.append((event.rows_data, table_map, decoder))
+        first, last = events[0], events[-1]
+        if first.log_name is last.log_name and not last.inner:  # one file, one stretch of it
+            size = last.end_pos - first.pos
+        else:
+            size = sum([e.end_pos - e.pos for e in events if not e.inner])
+        transaction = RunTransaction(
+            gtid,
+            Position(first.log_name, first.pos),
+            Position(last.log_name, last.end_pos),
+            last.source_log_file,
+            last.header.log_pos,
+            first.header.timestamp,
+            original_commit_timestamp,
+            size,
+            len(decoded),
+        )
+        return self._take(decoded, transaction, events, maria_gtid)
+
+    def add_scanned(
+        self, scanned: tuple[Any, ...], log_name: str, pos: int, source_log_file: str
+    ) -> bool | None:
+        """add() for a transaction the compiled scanner read at (log_name, pos)."""
+        end, server_id, domain, seq_no, timestamp, source_end_pos, rows = scanned
+        decoded = []
+        for table_map, type_code, width, data in rows:
+            decoder = cached_full_decoder(table_map, _ROWS_KINDS[type_code], width)
+            if decoder is None or not decoder.full:
+                return None  # not compiled yet, or partial: the reader's way
+            decoded.append((data, table_map, decoder))
+        maria_gtid = MariaGtid(domain, server_id, seq_no)
+        transaction = RunTransaction(
+            str(maria_gtid),
+            Position(log_name, pos),
+            Position(log_name, end),
+            source_log_file,
+            source_end_pos,
+            timestamp,
+            None,
+            end - pos,
+            len(decoded),
+        )
+        return self._take(decoded, transaction, None, maria_gtid)
+
+    def _take(
+        self,
+        decoded: list[tuple[bytes, TableMap, RowDecoder]],
+        transaction: RunTransaction,
+        source: tuple[LoggedEvent, ...] | list[LoggedEvent] | None,
+        maria_gtid: MariaGtid | None,
+    ) -> bool | None:
         tables = self.tables
-        for _event, table_map, decoder in decoded:
+        for _data, table_map, decoder in decoded:
             table = tables.get((table_map.schema, table_map.table))
             if (
                 table is not None
@@ -204,8 +265,8 @@ class _RunBuilder:
         marks = {key: (len(t.seq), t.rows) for key, t in tables.items()}  # to take the transaction back
         seq, rows = self.seq, self.rows
         try:
-            for event, table_map, decoder in decoded:
-                self._queue(event, table_map, decoder)
+            for data, table_map, decoder in decoded:
+                self._queue(data, table_map, decoder)
         except ValueError:
             for key in list(tables):
                 if key not in marks:
@@ -217,29 +278,12 @@ class _RunBuilder:
                     del column[length:]
             self.seq, self.rows = seq, rows
             return None  # the coordinator's own decoding reports it
-        first, last = events[0], events[-1]
-        if first.log_name is last.log_name and not last.inner:  # one file, one stretch of it
-            size = last.end_pos - first.pos
-        else:
-            size = sum([e.end_pos - e.pos for e in events if not e.inner])
-        self.transactions.append(
-            RunTransaction(
-                gtid,
-                Position(first.log_name, first.pos),
-                Position(last.log_name, last.end_pos),
-                last.source_log_file,
-                last.header.log_pos,
-                first.header.timestamp,
-                original_commit_timestamp,
-                size,
-                len(decoded),
-            )
-        )
-        self.sources.append(events)
+        self.transactions.append(transaction)
+        self.sources.append(source)
         if maria_gtid is not None:
             self.gtids.add_maria(maria_gtid)
-        elif gtid:
-            self.gtids.add(gtid)
+        elif transaction.gtid:
+            self.gtids.add(transaction.gtid)
         return True
 
     def as_read(self) -> list[Transaction]:
@@ -247,11 +291,13 @@ class _RunBuilder:
         assembler = TransactionAssembler()
         out: list[Transaction] = []
         for events in self.sources:
+            if events is None:
+                raise _Rescan  # read by the scanner: no events to hand back
             for logged in events:
                 out.extend(assembler.feed(logged))  # type: ignore[arg-type]
         return out
 
-    def _queue(self, event: RowsEvent, table_map: TableMap, decoder: RowDecoder) -> None:
+    def _queue(self, data: bytes, table_map: TableMap, decoder: RowDecoder) -> None:
         """Decode the event's images straight into its table's columns: a row's before image and
         after image (UPDATE) follow each other, numbered in stream order."""
         key = (table_map.schema, table_map.table)
@@ -262,7 +308,7 @@ class _RunBuilder:
             )
         kind = decoder.kind
         two = kind is _UPDATE
-        n = decoder.decode_into(event, table_map, table.values + table.values if two else table.values)
+        n = decoder.decode_data_into(data, table_map, table.values + table.values if two else table.values)
         first = self.seq
         if two:
             table.seq.extend(range(first, first + 2 * n))
@@ -306,17 +352,26 @@ def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -
     """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
     transactions.
 
-    The reading has a fast path: a transaction that opens with a GTID is gathered here, event by
-    event, while it holds nothing but table maps, rows events (after a MySQL GTID's BEGIN) and
-    its XID, and goes to the run without the transaction assembler's bookkeeping. At the first
-    other event its events so far go to the assembler after all, which then sees exactly the
-    stream it would have seen. fast_path=False reads every event through the assembler (the
-    tests compare both)."""
-    logs = RelayLogSet(None, segment.files)
+    The reading has two fast paths. Where the compiled scanner is built, a MariaDB row-only
+    transaction is read straight from the mapped file (binlog/_runscan.pyx), without an object
+    per event. Otherwise, or where the scanner declines, a transaction that opens with a GTID is
+    gathered here, event by event, while it holds nothing but table maps, rows events (after a
+    MySQL GTID's BEGIN) and its XID, and goes to the run without the transaction assembler's
+    bookkeeping; at the first other event its events so far go to the assembler after all, which
+    then sees exactly the stream it would have seen. fast_path=False reads every event through
+    the assembler (the tests compare the three)."""
+    if not fast_path or _runscan is None:
+        return _prepare(segment, run_length, fast_path, None)
+    again = copy.deepcopy(segment)  # reading changes the segment's reader state
+    try:
+        return _prepare(segment, run_length, True, _runscan)
+    except _Rescan:
+        return _prepare(again, run_length, True, None)
+
+
+def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -> PreparedSegment:
+    state = segment.state
     stop_name, stop_pos = segment.stop if segment.stop is not None else ("", -1)
-    events = stream_events(
-        logs, start_file=segment.files[0].name, start_pos=segment.start_pos, state=segment.state
-    )
     assembler = TransactionAssembler()
     items: list[Transaction | LoggedEvent | Incomplete | PreparedRun] = []
     builder = _RunBuilder()
@@ -356,65 +411,121 @@ def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -
             if isinstance(item, LoggedEvent):
                 done = Position(item.log_name, item.end_pos)
 
-    gathered: list[LoggedEvent] | None = None  # the fast path's transaction so far
+    gathered: list[LoggedEvent] | None = None  # the Python fast path's transaction so far
     gtid: str | None = None
     maria_gtid: MariaGtid | None = None
     commit_timestamp: int | None = None
     needs_begin = False
-    try:
-        for logged in events:
-            if logged.pos == stop_pos and logged.log_name == stop_name:
-                break
-            event = logged.event
-            kind = type(event)
-            if gathered is not None:
-                if kind is TableMap or kind is RowsEvent:
-                    if not needs_begin:
-                        gathered.append(logged)
-                        continue
-                elif kind is Xid:
-                    if not needs_begin:
-                        gathered.append(logged)
-                        outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
-                        if outcome is False:
-                            close_run()
-                            outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
-                        if not taken(outcome):
-                            close_run()
-                            for earlier in gathered:
-                                for item in assembler.feed(earlier):
-                                    assembled(item)
-                        done = Position(logged.log_name, logged.end_pos)
-                        gathered = None
-                        continue
-                elif kind is Query and needs_begin and event.query == "BEGIN":
+
+    def read(logged: LoggedEvent) -> None:
+        nonlocal gathered, gtid, maria_gtid, commit_timestamp, needs_begin, done
+        event = logged.event
+        kind = type(event)
+        if gathered is not None:
+            if kind is TableMap or kind is RowsEvent:
+                if not needs_begin:
                     gathered.append(logged)
-                    needs_begin = False
-                    continue
-                # not row-only after all: the assembler takes the transaction from its start
-                for earlier in gathered:
-                    for item in assembler.feed(earlier):
-                        assembled(item)
-                gathered = None
-            elif fast_path and assembler.idle:
-                if kind is MariaGtidEvent:
-                    if event.flags & _STANDALONE_OR_DDL == 0 and event.xa_format_id is None:
-                        gathered, commit_timestamp, needs_begin = [logged], None, False
-                        maria_gtid = event.gtid
-                        gtid = str(maria_gtid)
-                        continue
-                elif kind is Gtid:
-                    gathered, maria_gtid, needs_begin = [logged], None, True
-                    gtid = None if event.anonymous else event.gtid_text
-                    commit_timestamp = event.original_commit_timestamp
-                    continue
-            for item in assembler.feed(logged):
-                assembled(item)
+                    return
+            elif kind is Xid:
+                if not needs_begin:
+                    gathered.append(logged)
+                    outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
+                    if outcome is False:
+                        close_run()
+                        outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
+                    if not taken(outcome):
+                        close_run()
+                        for earlier in gathered:
+                            for item in assembler.feed(earlier):
+                                assembled(item)
+                    done = Position(logged.log_name, logged.end_pos)
+                    gathered = None
+                    return
+            elif kind is Query and needs_begin and event.query == "BEGIN":
+                gathered.append(logged)
+                needs_begin = False
+                return
+            # not row-only after all: the assembler takes the transaction from its start
+            for earlier in gathered:
+                for item in assembler.feed(earlier):
+                    assembled(item)
+            gathered = None
+        elif fast_path and assembler.idle:
+            if kind is MariaGtidEvent:
+                if event.flags & _STANDALONE_OR_DDL == 0 and event.xa_format_id is None:
+                    gathered, commit_timestamp, needs_begin = [logged], None, False
+                    maria_gtid = event.gtid
+                    gtid = str(maria_gtid)
+                    return
+            elif kind is Gtid:
+                gathered, maria_gtid, needs_begin = [logged], None, True
+                gtid = None if event.anonymous else event.gtid_text
+                commit_timestamp = event.original_commit_timestamp
+                return
+        for item in assembler.feed(logged):
+            assembled(item)
+
+    def scan(binlog: BinlogFile, pos: int, limit: int) -> int:
+        """Transactions the compiled scanner reads from pos; where it stopped."""
+        nonlocal done
+        name, data, context = binlog.name, binlog._data, state.context
+        source = state.source_log_file or name
+        checksum = context.checksum_alg == _CRC32
+        lengths, mariadb = context.post_header_lengths, context.is_mariadb
+        while True:
+            scanned = scanner.scan_transaction(data, pos, limit, checksum, lengths, mariadb, _TABLE_MAPS)
+            if scanned is None:
+                return pos
+            outcome = builder.add_scanned(scanned, name, pos, source)
+            if outcome is False:
+                close_run()
+                outcome = builder.add_scanned(scanned, name, pos, source)
+            if not taken(outcome):
+                return pos  # the reader takes it, and its decoding reports what is wrong
+            pos = scanned[0]
+            done = Position(name, pos)
+
+    try:
+        for index, path in enumerate(segment.files):
+            with BinlogFile(path) as binlog:
+                pos = segment.start_pos if index == 0 else 4
+                limit = stop_pos if binlog.name == stop_name else binlog.size
+                data, walked = binlog._data, str(binlog.path)
+                while True:
+                    # the scanner reads with the file's format: only once the reader has walked
+                    # the file from its start (its FORMAT_DESCRIPTION)
+                    if (
+                        scanner is not None
+                        and gathered is None
+                        and assembler.idle
+                        and state.read_file == walked
+                    ):
+                        pos = scan(binlog, pos, limit)
+                    reader = binlog.events(state, start=pos, resume=state.read_file == walked)
+                    try:
+                        for logged in reader:
+                            if logged.pos == stop_pos and logged.log_name == stop_name:
+                                break
+                            read(logged)
+                            pos = logged.end_pos
+                            if (
+                                scanner is not None
+                                and gathered is None
+                                and assembler.idle
+                                and pos + 5 <= limit
+                                and data[pos + 4] == _MARIADB_GTID
+                            ):
+                                break  # back to the scanner
+                        else:
+                            break  # the end of this file
+                    finally:
+                        reader.close()  # type: ignore[attr-defined]
+                    if pos == stop_pos and binlog.name == stop_name:
+                        close_run()
+                        return PreparedSegment(segment.number, items)
     except BinlogError:
         close_run()
         return PreparedSegment(segment.number, items, done)
-    finally:
-        events.close()  # type: ignore[attr-defined]
     close_run()
     return PreparedSegment(segment.number, items)
 

@@ -571,7 +571,10 @@ class RowDecoder:
         list per present column of the first image, then of the second; an UPDATE's two images may
         share lists (each row's before and after values then follow each other). The rows; on
         ValueError, what came before the fault has been appended."""
-        data = event.rows_data
+        return self.decode_data_into(event.rows_data, table_map, outs)
+
+    def decode_data_into(self, data: bytes, table_map: TableMap, outs: list[list[Any]]) -> int:
+        """decode_into() for an event's row images given as bytes."""
         try:
             if self._program is not None:
                 end, count = self._program.decode_into(data, outs)
@@ -664,6 +667,19 @@ def decode_rows_event(event: RowsEvent, table_map: TableMap) -> RowImages:
     position they know (the event itself does not).
     """
     return row_decoder(event, table_map).decode(event, table_map)
+
+
+_FULL: dict[int, tuple[bool, ...]] = {}
+
+
+def cached_full_decoder(table_map: TableMap, kind: RowsKind, width: int) -> RowDecoder | None:
+    """The decoder row_decoder() made before for a rows event of this kind with every one of its
+    `width` columns present, on a table map of this structure; None when there is none yet."""
+    bits = _FULL.get(width)
+    if bits is None:
+        bits = _FULL[width] = (True,) * width
+    key = (table_map.raw_metadata_key, kind, bits, bits if kind == RowsKind.UPDATE else None, False)
+    return _CACHE.get(key)
 
 
 def row_decoder(event: RowsEvent, table_map: TableMap) -> RowDecoder:
