@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 INTERNAL_SCHEMA = "__relaydeck"
 
+CHECKPOINT_THRESHOLD = "64MB"
 _SETUP = f"""
 CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA};
 CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.progress (
@@ -100,6 +101,11 @@ class _SharedDatabase:
         self.con = duckdb.connect(path, read_only=read_only)
         if not read_only:
             self.con.execute(_SETUP)
+            # DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the
+            # commit that passed it, rewriting every changed row group. A replay changes the same
+            # rows again and again: checkpointing a quarter as often measured 5-9% faster on the
+            # MariaDB capture (four alternating pairs); a restart replays at most that much WAL.
+            self.con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
         self.catalog = Catalog()
         # Definitions change one transaction at a time across channels: the catalog is one row,
         # and two channels rewriting it at once would conflict in DuckDB.
