@@ -29,6 +29,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.acero  # noqa: F401 - Table.group_by loads it on first use, inside a channel's first batch (65 ms)
 import pyarrow.compute as pc
 
 from ..binlog.columns import ColumnInfo, InvalidTemporal, RowImages
