@@ -22,7 +22,7 @@ from ..binlog.columns import ColumnInfo, RowDecoder, cached_full_decoder, row_de
 from ..binlog.compiled import load
 from ..binlog.constants import ROWS_EVENT_TYPES, ChecksumAlg, EventType, MariaGtidFlag, RowsKind
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
-from ..binlog.events.rows import _TABLE_MAPS
+from ..binlog.events.rows import shared_table_maps
 from ..binlog.reader import BinlogFile, LoggedEvent
 from ..errors import BinlogError
 from ..gtids import GtidBatch, MariaGtid
@@ -42,6 +42,7 @@ _ROWS_KINDS = {code: kind for code, (kind, _version, _compressed) in ROWS_EVENT_
 _runscan = load("_runscan", package="engine.binlog")
 _CRC32 = int(ChecksumAlg.CRC32)
 _MARIADB_GTID = int(EventType.MARIADB_GTID)
+_TABLE_MAPS = shared_table_maps()  # one dict for the process's life (emptied, never replaced)
 
 
 class _Rescan(Exception):

@@ -128,6 +128,12 @@ _SHAPES_MAX = 8192
 _TABLE_MAPS: dict[bytes, TableMap] = {}
 
 
+def shared_table_maps() -> dict[bytes, TableMap]:
+    """The table maps decoded so far, by post-header length, MariaDB flag and body: whoever has a
+    table map's bytes can look it up here instead of decoding it (the process pool's scanner)."""
+    return _TABLE_MAPS
+
+
 def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMap:
     shared_key = bytes((ctx.post_header_len(EventType.TABLE_MAP, 8), ctx.is_mariadb)) + body
     shared = _TABLE_MAPS.get(shared_key)
