@@ -13,7 +13,7 @@ tests/test_decoders_compiled.py compares both forms on every bundled log and on 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcpy
 
-from engine.binlog._bytes cimport le
+from engine.binlog._bytes cimport all_set, le
 
 # The Python side: configure() fills these in (events/__init__.py passes them).
 cdef object _py_rows = None
@@ -66,20 +66,9 @@ def configure(kit):
 # -- rows events -------------------------------------------------------------------------------
 
 
-cdef bint _all_set(const unsigned char* p, Py_ssize_t width) noexcept:
-    cdef Py_ssize_t full = width >> 3, i
-    for i in range(full):
-        if p[i] != 0xFF:
-            return False
-    cdef int rest = width & 7
-    if rest:
-        return (p[full] & ((1 << rest) - 1)) == ((1 << rest) - 1)
-    return True
-
-
 cdef object _columns(bytes body, const unsigned char* p, Py_ssize_t pos, Py_ssize_t width):
     """The bitmap at pos as a tuple of bools, shared with the Python decoder's cache."""
-    if _all_set(p + pos, width):
+    if all_set(p + pos, width):
         bits = _all_columns.get(width)
         if bits is None:
             bits = _all_columns[width] = (True,) * width

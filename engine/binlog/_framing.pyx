@@ -13,10 +13,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint32_t
 
 from engine.binlog._bytes cimport le
-
-
-cdef extern from "zlib.h":
-    unsigned long crc32(unsigned long crc, const unsigned char* buf, unsigned int length) nogil
+from engine.binlog._zlib cimport crc32
 
 
 cdef enum:

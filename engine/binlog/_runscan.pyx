@@ -17,11 +17,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint32_t
 from libc.string cimport memcpy
 
-from engine.binlog._bytes cimport le
-
-
-cdef extern from "zlib.h":
-    unsigned long crc32(unsigned long crc, const unsigned char* buf, unsigned int length) nogil
+from engine.binlog._bytes cimport all_set, le
+from engine.binlog._zlib cimport crc32
 
 
 cdef enum:
@@ -37,17 +34,6 @@ cdef enum:
 
 cdef inline bint _rows_type(int code) noexcept:
     return 23 <= code <= 25 or 30 <= code <= 32
-
-
-cdef inline bint _all_set(const unsigned char* p, Py_ssize_t width) noexcept:
-    cdef Py_ssize_t full = width >> 3, i
-    for i in range(full):
-        if p[i] != 0xFF:
-            return False
-    cdef int rest = width & 7
-    if rest:
-        return (p[full] & ((1 << rest) - 1)) == ((1 << rest) - 1)
-    return True
 
 
 def scan_transaction(data, Py_ssize_t pos, Py_ssize_t limit, bint checksum, tuple post_lengths,
@@ -151,11 +137,11 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
             nbytes = (width + 7) >> 3
             if at + nbytes * (2 if code == 24 or code == 31 else 1) > n:
                 return None
-            if not _all_set(p + body + at, width):  # a partial image: applied row by row
+            if not all_set(p + body + at, width):  # a partial image: applied row by row
                 return None
             at += nbytes
             if code == 24 or code == 31:
-                if not _all_set(p + body + at, width):
+                if not all_set(p + body + at, width):
                     return None
                 at += nbytes
             table_map = maps.get(table_id)
