@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -179,14 +178,6 @@ class GtidBatch:
     def __init__(self) -> None:
         self.maria: dict[int, tuple[int, MariaGtid]] = {}  # domain -> (lowest seq_no, last kept)
         self.mysql: list[str] = []
-
-    @classmethod
-    def of(cls, gtids: Iterable[str | None]) -> GtidBatch:
-        batch = cls()
-        for gtid in gtids:
-            if gtid:
-                batch.add(gtid)
-        return batch
 
     def add(self, gtid: str) -> None:
         if ":" in gtid:
