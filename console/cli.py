@@ -385,9 +385,10 @@ def _print_warnings(result) -> None:  # type: ignore[no-untyped-def]
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     """One statement: through the running server's socket, else in this process."""
+    from engine.replica.commands import parse_statement
     from engine.replica.control import connect
     from engine.replica.errors import CommandError
-    from engine.replica.server import ReplicaServer
+    from engine.replica.server import ReplicaServer, check_channels
     from engine.repository import Repository
 
     remote = connect(args.repository) if Path(args.repository).exists() else None
@@ -395,10 +396,14 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
         if remote is not None:
             result = remote.execute(args.statement)
         else:
+            command = parse_statement(args.statement)
             slave = args.slave
             if slave is None:
                 with Repository(args.repository) as repo:
                     slave = repo.slave_path()
+                    if slave is None:
+                        # the statement's own error (an unknown channel: 3074) comes first
+                        check_channels(repo, command)
             if slave is None:
                 raise RelaydeckError(
                     f"{args.repository}: no slave is recorded for this repository yet; give --slave SLAVE.duckdb"
@@ -406,12 +411,12 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
             # Without a server, START applies what the relay logs hold and returns when done.
             replica = ReplicaServer(slave, args.repository, follow=False)
             try:
-                result = replica.execute(args.statement)
+                result = replica.execute(command)
                 replica.wait()
             finally:
                 replica.close()
     except CommandError as exc:
-        sys.stderr.write(f"{exc}\n")
+        sys.stderr.write(f"{exc.one_line()}\n")
         return 1
     finally:
         if remote is not None:
