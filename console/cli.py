@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from engine.binlog.columns import decode_rows_event
 from engine.binlog.constants import EVENT_TYPE_NAMES, event_type_name
@@ -18,7 +18,7 @@ from engine.errors import BinlogError, RelaydeckError
 from engine.gc_tuning import relax_garbage_collector
 from engine.relaylog.index import resolve_inputs
 from engine.relaylog.stream import stream_events
-from engine.render import json_value, row_lines_fast
+from engine.render import json_value, json_visible, row_lines_fast, visible
 from engine.transactions import row_kind_name
 
 BUNDLED_RELAY_LOG = (
@@ -36,9 +36,19 @@ def _iter_inputs(paths: list[str], from_pos: int) -> Iterator[LoggedEvent]:
 
 
 def _row_lines(images) -> str:  # type: ignore[no-untyped-def]
-    head = f"### {row_kind_name(images.kind)} `{images.table_map.schema}`.`{images.table_map.table}` "
+    table_map = images.table_map
+    head = f"### {row_kind_name(images.kind)} `{visible(table_map.schema)}`.`{visible(table_map.table)}` "
+    columns = images.columns
+    if not all(c.name.isprintable() for c in columns):
+        columns = [_ShownColumn(visible(c.name)) for c in columns]
     # straight from the column lists: RowImages.rows() would build two dicts per row
-    return row_lines_fast(head, images.columns, (images.before, images.after), images.count)
+    return row_lines_fast(head, columns, (images.before, images.after), images.count)
+
+
+class _ShownColumn(NamedTuple):
+    """A column as a row line names it (its name escaped for the terminal)."""
+
+    name: str
 
 
 def _rows_json(images) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -110,12 +120,13 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
                 record["rows"] = _rows_json(images) if images is not None else None
                 if rows_error:
                     record["rows_error"] = rows_error
-            write(json.dumps(record, ensure_ascii=False) + "\n")
+            write(json_visible(json.dumps(record, ensure_ascii=False)) + "\n")
         else:
-            info = event.info().replace("\n", " ")
+            # statements and names from the log may hold terminal escape sequences: shown escaped
+            info = visible(event.info().replace("\n", " "))
             code = header.type_code
             write(
-                f"{logged.log_name}\t{logged.pos}\t{type_names.get(code) or event_type_name(code)}\t"
+                f"{visible(logged.log_name)}\t{logged.pos}\t{type_names.get(code) or event_type_name(code)}\t"
                 f"{header.server_id}\t{header.log_pos}\t{info}\n"
             )
             if images is not None:
@@ -422,20 +433,26 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
         if remote is not None:
             remote.close()
     if args.json:
-        out.write(json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n")
+        out.write(json_visible(json.dumps(result.to_json(), ensure_ascii=False, default=str)) + "\n")
     elif result.columns:
         vertical = len(result.columns) > 8  # SHOW REPLICA STATUS reads best as \\G
         if vertical:
             for i, row in enumerate(result.rows, start=1):
                 out.write(f"*************************** {i}. row ***************************\n")
                 for key, value in zip(result.columns, row, strict=True):
-                    out.write(f"{key:>30}: {'' if value is None else value}\n")
+                    out.write(f"{key:>30}: {_shown(value)}\n")
         else:
             out.write("\t".join(result.columns) + "\n")
             for row in result.rows:
-                out.write("\t".join("" if x is None else str(x) for x in row) + "\n")
+                out.write("\t".join(_shown(x) for x in row) + "\n")
     _print_warnings(result)
     return 0
+
+
+def _shown(value: object) -> str:
+    """A result value as text: names and statements from a log print their control characters
+    escaped, never as terminal escape sequences."""
+    return "" if value is None else visible(str(value))
 
 
 def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
@@ -449,12 +466,14 @@ def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     if args.channel is not None and not rows:
         raise RelaydeckError(f"channel '{args.channel}' does not exist")
     if args.json:
-        out.write(json.dumps([r.to_json() for r in rows], ensure_ascii=False, default=str) + "\n")
+        out.write(
+            json_visible(json.dumps([r.to_json() for r in rows], ensure_ascii=False, default=str)) + "\n"
+        )
         return 0
     for i, row in enumerate(rows, start=1):
         out.write(f"*************************** {i}. row ***************************\n")
         for key, value in row.show_replica_status().items():
-            out.write(f"{key:>30}: {'' if value is None else value}\n")
+            out.write(f"{key:>30}: {_shown(value)}\n")
     return 0
 
 
