@@ -184,7 +184,7 @@ RELAY_LOG_INFO = _Table(
         _text("Master_log_name"),
         _int("Master_log_pos"),
         _int("Sql_delay"),
-        _int("Number_of_workers", 4),  # replica_parallel_workers' default since MySQL 8.0.27
+        _int("Number_of_workers"),  # 0: the single applier, relaydeck's replica_parallel_workers default
         _int("Id", 1),
         _key("Channel_name"),
         _opt("Privilege_checks_username"),
@@ -312,7 +312,6 @@ CHANNEL_STATS = _Table(
     (
         _key("channel"),
         _int("transactions_applied"),
-        _int("events_applied"),
         _int("bytes_applied"),
         _int("rows_applied"),
         _text("relay_log_file_read"),
@@ -503,7 +502,6 @@ class ChannelStatus:
     number_of_workers: int
     workers_running: int
     transactions_applied: int
-    events_applied: int
     rows_applied: int
     bytes_applied: int
     last_applied_transaction: str
@@ -608,9 +606,9 @@ def _channel_status(
         executed_gtid_set=rli.get("Executed_gtid_set", ""),
         sql_delay=rli.get("Sql_delay", 0),
         number_of_workers=rli.get("Number_of_workers", 0),
-        workers_running=sum(1 for w in workers if w["SERVICE_STATE"] == "ON"),
+        # worker 0 is the single applier's thread, not a worker
+        workers_running=sum(1 for w in workers if w["SERVICE_STATE"] == "ON" and w["WORKER_ID"]),
         transactions_applied=stats.get("transactions_applied", 0),
-        events_applied=stats.get("events_applied", 0),
         rows_applied=stats.get("rows_applied", 0),
         bytes_applied=stats.get("bytes_applied", 0),
         last_applied_transaction=last["LAST_APPLIED_TRANSACTION"] if last else "",
