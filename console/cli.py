@@ -464,7 +464,9 @@ def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     with Repository(args.repository) as repo:
         rows = repo.status(args.channel)
     if args.channel is not None and not rows:
-        raise RelaydeckError(f"channel '{args.channel}' does not exist")
+        from engine.replica.errors import channel_does_not_exist
+
+        raise channel_does_not_exist(args.channel)
     if args.json:
         out.write(
             json_visible(json.dumps([r.to_json() for r in rows], ensure_ascii=False, default=str)) + "\n"

@@ -238,3 +238,22 @@ def test_a_file_that_is_not_a_duckdb_database_is_one_line(capsys, tmp_path):
         err.startswith(f"relaydeck: ERROR 1016: slave file {slave} cannot be opened: ")
         and err.count("\n") == 1
     )
+
+
+def test_analyze_refuses_a_bad_channel_name_before_spark_starts(capsys, monkeypatch):
+    import engine.spark.session as session
+
+    monkeypatch.setattr(session, "spark_session", lambda *a: pytest.fail("Spark started"))
+    code, _, err = run_cli(capsys, "analyze", "--channel", f"m\u202e1={M2_INDEX}")
+    assert code == 1 and err.startswith("relaydeck: ERROR 3076: ") and "\u202e" not in err
+
+
+@pytest.mark.parametrize(
+    ("channel", "answer"),
+    [("nope", "ERROR 3074: Slave channel 'nope' does not exist"), ("m\x1b1", "ERROR 3076: ")],
+)
+def test_status_of_an_unknown_or_invalid_channel_is_one_numbered_line(capsys, tmp_path, channel, answer):
+    repo = tmp_path / "r.sqlite"
+    Repository(repo).close()
+    code, _, err = run_cli(capsys, "status", "--repository", str(repo), "--channel", channel)
+    assert code == 1 and err.startswith(f"relaydeck: {answer}") and err.count("\n") == 1 and "\x1b" not in err

@@ -152,3 +152,36 @@ def test_sql_show_relaylog_events_shows_escape_sequences_escaped(hostile_index, 
         )
         text = out.getvalue()
         assert "INSERT INTO t VALUES" in text and not any(c in text for c in RAW)
+
+
+def test_the_analyze_report_shows_keys_and_tables_from_the_log_escaped():
+    from console.analyze_cli import write_report
+
+    document = {
+        "workers": [1],
+        "seconds": {},
+        "channels": {
+            "m1": {
+                "transactions": 2,
+                "run_alone": 0,
+                "skipped_repeated_gtids": 0,
+                "total_weight": 4,
+                "schedulers": {
+                    "writeset": {"critical_path": 2, "parallelism": 1.0, "ideal_speedup": {"1": 1.0}}
+                },
+                "hot_keys": [
+                    {"transactions": 2, "waits": 1, "key": f"shop.t PRIMARY ('{SET_TITLE}')", "hash": 7}
+                ],
+                "hot_tables": [
+                    {"transactions": 2, "rows_events": 2, "table": f"{HOSTILE_DB}.{HOSTILE_TABLE}"}
+                ],
+                "ddl_errors": [f"ALTER TABLE {HOSTILE_TABLE}: unknown"],
+                "stopped_by": f"end of {RTL_OVERRIDE}log",
+            }
+        },
+    }
+    out = io.StringIO()
+    write_report(document, out)
+    text = out.getvalue()
+    assert not any(c in text for c in RAW)
+    assert "shop.t PRIMARY ('\\x1b]0;pwned\\x07')" in text and "db\\x1b[2J.t\\u202ext" in text
