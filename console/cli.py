@@ -485,25 +485,27 @@ def cmd_recovery(args: argparse.Namespace, out: TextIO) -> int:
 
     pictures = inspect_recovery(args.slave, args.repository, args.channel)
     if args.json:
-        out.write(json.dumps([p.to_json() for p in pictures], ensure_ascii=False) + "\n")
+        out.write(json_visible(json.dumps([p.to_json() for p in pictures], ensure_ascii=False)) + "\n")
         return 0
+    lines: list[str] = []
     for picture in pictures:
-        out.write(f"channel '{picture.channel}'\n")
-        out.write(f"  low-water mark: #{picture.lwm} at relay log {picture.lwm_relay_position or '(start)'}")
-        out.write(f", source {picture.lwm_source_position}\n" if picture.lwm_source_position else "\n")
-        out.write(f"  committed after it: {picture.committed_after_lwm}; gaps: {len(picture.gaps)}\n")
+        lines.append(f"channel '{picture.channel}'")
+        lwm = f"  low-water mark: #{picture.lwm} at relay log {picture.lwm_relay_position or '(start)'}"
+        lines.append(lwm + (f", source {picture.lwm_source_position}" if picture.lwm_source_position else ""))
+        lines.append(f"  committed after it: {picture.committed_after_lwm}; gaps: {len(picture.gaps)}")
         for w in picture.workers:
-            out.write(
+            lines.append(
                 f"  worker {w.worker}: last {w.relay_log}, checkpoint {w.checkpoint_relay_log}, "
-                f"seqno {w.checkpoint_seqno}/{w.checkpoint_group_size}, bitmap {w.bitmap or '-'}\n"
+                f"seqno {w.checkpoint_seqno}/{w.checkpoint_group_size}, bitmap {w.bitmap or '-'}"
             )
         for g in picture.groups:
             who = "GAP" if g.is_gap else f"committed by worker {g.committed_by}"
-            out.write(f"  #{g.ordinal} {g.transaction} at {g.relay_start}: {who}\n")
+            lines.append(f"  #{g.ordinal} {g.transaction} at {g.relay_start}: {who}")
         if picture.problem:
-            out.write(f"  problem: {picture.problem}\n")
-        for step in picture.plan:
-            out.write(f"  plan: {step}\n")
+            lines.append(f"  problem: {picture.problem}")
+        lines.extend(f"  plan: {step}" for step in picture.plan)
+    # channel names, file names and transactions come from logs: print them escaped
+    out.writelines(visible(line) + "\n" for line in lines)
     return 0
 
 

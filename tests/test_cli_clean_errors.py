@@ -257,3 +257,15 @@ def test_status_of_an_unknown_or_invalid_channel_is_one_numbered_line(capsys, tm
     Repository(repo).close()
     code, _, err = run_cli(capsys, "status", "--repository", str(repo), "--channel", channel)
     assert code == 1 and err.startswith(f"relaydeck: {answer}") and err.count("\n") == 1 and "\x1b" not in err
+
+
+def test_recovery_of_an_unknown_channel_is_3074(capsys, tmp_path):
+    from engine.slave.database import Slave
+
+    repo, slave = tmp_path / "r.sqlite", tmp_path / "s.duckdb"
+    Repository(repo).close()
+    Slave(slave).close()
+    code, _, err = run_cli(
+        capsys, "recovery", "--repository", str(repo), "--slave", str(slave), "--channel", "nope"
+    )
+    assert (code, err) == (1, "relaydeck: ERROR 3074: Slave channel 'nope' does not exist\n")
