@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import RelaydeckError
 
+ER_ACCESS_DENIED_ERROR = 1045
 ER_PARSE_ERROR = 1064
 ER_SLAVE_MUST_STOP = 1198
 ER_GLOBAL_VARIABLE = 1229
@@ -37,6 +38,7 @@ ER_BAD_SLAVE = 1200
 ER_ERROR_WHEN_EXECUTING_COMMAND = 1220
 ER_UNKNOWN_TARGET_BINLOG = 1373
 ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
+CR_CONNECTION_ERROR = 2002  # a client error: cannot connect through the local socket
 
 
 class CommandError(RelaydeckError):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from ..private_files import restrict_new_files
 from .schema import Catalog
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class _SharedDatabase:
 
     def __init__(self, path: str, read_only: bool = False) -> None:
         self.path = path
+        if not read_only:
+            restrict_new_files()  # the replicated data: the file and the WAL DuckDB creates later
         self.con = duckdb.connect(path, read_only=read_only)
         if not read_only:
             self.con.execute(_SETUP)
