@@ -103,9 +103,13 @@ def test_a_runtime_folder_of_another_user_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # sudo keeps XDG_RUNTIME_DIR: a folder that is not this user's must not hold its socket
-    monkeypatch.setenv("XDG_RUNTIME_DIR", "/")  # root's in these tests, so only checked when not root
     if os.geteuid() == 0:
-        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "missing"))
+        foreign = tmp_path / "run"
+        foreign.mkdir()
+        os.chown(foreign, pwd.getpwnam("nobody").pw_uid, -1)
+    else:
+        foreign = Path("/")  # root's
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(foreign))
     path = socket_path(tmp_path / ("d" * 120) / "r.sqlite")
     assert Path(path).parent == Path(tempfile.gettempdir()) / f"relaydeck-{os.geteuid()}"
 
@@ -327,7 +331,9 @@ def test_serve_says_what_is_wrong_with_a_squatted_socket_folder(shared_folder: P
     connections, _ = squatter.report()
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 1, proc.stderr
-    assert "cannot serve statements there" in proc.stderr and "belongs to uid" in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert f"cannot serve statements on {socket_path(repository)}" in proc.stderr, proc.stderr
+    assert f"belongs to uid {pwd.getpwnam('nobody').pw_uid}" in proc.stderr, proc.stderr
     assert connections == 0
 
 

@@ -63,7 +63,8 @@ def _runtime_folder() -> str:
 
 
 class ControlSocketRefused(CommandError):
-    """A control socket or its folder that another user owns or serves: nothing is sent to it."""
+    """To a client: a control socket or its folder that another user owns or serves; nothing was
+    sent to it."""
 
     def __init__(self, path: str, why: str) -> None:
         super().__init__(
@@ -156,7 +157,9 @@ class ControlSocket:
                     )
                 os.unlink(self.path)  # left by a server that was killed
         except NotPrivate as exc:
-            raise ControlSocketRefused(self.path, f"cannot serve statements there: {exc}") from None
+            raise RelaydeckError(
+                f"{replica.repository.path}: cannot serve statements on {self.path}: {exc}"
+            ) from None
         old_umask = os.umask(0o177)
         try:
             self._server = _SocketServer(self.path, replica)
