@@ -281,6 +281,12 @@ def test_a_client_sends_nothing_to_a_socket_folder_squatted_by_another_user(shar
     assert (connections, received) == (0, b"")
     with Repository(repository) as repo:
         assert (repo.master_info("") or {}).get("Host") != "db1", "the statement must not run here either"
+    # The squatter gone and its folder removed, the same statement runs.
+    shutil.rmtree(Path(socket_path(repository)).parent)
+    again = _sql(repository, slave, STATEMENT)
+    assert again.returncode == 0, again.stderr
+    with Repository(repository) as repo:
+        assert (repo.master_info("") or {}).get("Host") == "db1"
 
 
 @needs_root
