@@ -45,6 +45,7 @@ from typing import Any
 import sqlite_utils
 
 from .errors import RelaydeckError
+from .private_files import restrict_new_files
 from .relaylog.index import validate_channel_name
 
 __all__ = [
@@ -639,6 +640,7 @@ class Repository:
             raise RepositoryError("the replication repository needs sqlite-utils 4 or later")
         self.path = Path(path)
         self._lock = threading.RLock()
+        restrict_new_files()  # the repository holds the source's credentials; its WAL and -shm too
         try:
             # isolation_level=None: transactions are opened and closed here, never implicitly
             self._conn = sqlite3.connect(

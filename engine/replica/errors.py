@@ -13,6 +13,7 @@ from ..errors import ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG as ER_SLAVE_CHANN
 from ..errors import ChannelNameError, NumberedError
 from ..relaylog.index import validate_channel_name
 
+ER_ACCESS_DENIED_ERROR = 1045
 ER_PARSE_ERROR = 1064
 ER_SLAVE_MUST_STOP = 1198
 ER_GLOBAL_VARIABLE = 1229
@@ -38,6 +39,7 @@ ER_BAD_SLAVE = 1200
 ER_ERROR_WHEN_EXECUTING_COMMAND = 1220
 ER_UNKNOWN_TARGET_BINLOG = 1373
 ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
+CR_CONNECTION_ERROR = 2002  # a client error: cannot connect through the local socket
 
 
 class CommandError(NumberedError):

@@ -20,6 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import ER_CANT_LOCK, ER_CANT_OPEN_FILE, SlaveFileError
+from ..private_files import restrict_new_files
 from .schema import Catalog
 
 if TYPE_CHECKING:
@@ -124,6 +125,8 @@ class _SharedDatabase:
 
     def __init__(self, path: str, read_only: bool = False) -> None:
         self.path = path
+        if not read_only:
+            restrict_new_files()  # the replicated data: the file and the WAL DuckDB creates later
         self.con = open_slave_file(path, read_only)
         if not read_only:
             self.con.execute(_SETUP)
