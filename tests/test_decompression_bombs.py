@@ -6,7 +6,9 @@ The bombs are real events of the bundled logs (a MariaDB 10.11 Write_rows / Quer
 8.0's Transaction_payload) recompressed around zeros, which zlib and ZSTD shrink the most: about
 1 MB of zlib data inflates to 1 GiB. `relaydeck events --json --rows` and `relaydeck replay` run in
 a subprocess under a 1 GiB address-space limit, and the peak resident memory of that very process
-is read from wait4().
+is read from wait4(). Bombs put in the middle of the capture's channel m2 also show the slave
+at the stop (exactly the transactions before the bombed one) and a rerun, once the file is
+repaired, reaching the capture's expected tables.
 """
 
 from __future__ import annotations
@@ -401,11 +403,18 @@ MIDDLE_BOMBS = {
 }
 
 
-@pytest.mark.parametrize("case", list(MIDDLE_BOMBS))
+APPLIERS = {"single": (), "workers_4": ("--workers", "4")}
+
+
+@pytest.mark.parametrize(
+    ("case", "applier"),
+    [(case, "single") for case in MIDDLE_BOMBS] + [("inflates_past_its_declaration", "workers_4")],
+)
 def test_a_bomb_in_the_capture_stops_at_the_last_whole_transaction_and_a_rerun_is_exact(
-    tmp_path: Path, case: str
+    tmp_path: Path, case: str, applier: str
 ) -> None:
     record, words = MIDDLE_BOMBS[case]
+    options = APPLIERS[applier]
     index = m2_relay_copy(tmp_path / "relay")
     bombed = index.parent / BOMBED_FILE
     site = compress_middle_rows_event(bombed, record)
@@ -432,7 +441,7 @@ def test_a_bomb_in_the_capture_stops_at_the_last_whole_transaction_and_a_rerun_i
 
     slave, repository = tmp_path / "slave.duckdb", tmp_path / "repository.sqlite"
     measured = run_measured(
-        tmp_path, "replay", "--slave", slave, "--repository", repository, "--channel", f"m2={index}"
+        tmp_path, "replay", "--slave", slave, "--repository", repository, "--channel", f"m2={index}", *options
     )
     line = assert_one_line_error(measured.run, bombed, site.pos)
     assert words(site) in line, line
@@ -451,7 +460,7 @@ def test_a_bomb_in_the_capture_stops_at_the_last_whole_transaction_and_a_rerun_i
     # Repaired: the original file back, the same command applies the rest, and only the rest.
     shutil.copyfile(MULTISOURCE / "relay" / BOMBED_FILE, bombed)
     rerun = subprocess.run(
-        replay_argv(slave, repository, f"m2={index}"),
+        replay_argv(slave, repository, f"m2={index}", *options),
         cwd=ROOT,
         capture_output=True,
         text=True,
