@@ -310,3 +310,19 @@ def test_the_replay_goes_on_once_the_statement_is_replaced(tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert table_rows(slave) == [(1, "a"), (2, "b"), (6, "six"), (9, "z")]
     assert status_of(repo)["last_error_number"] == 0
+
+
+@pytest.mark.parametrize(
+    "applier", [["--workers", "2"], ["--workers", "2", "--pool", "processes"]], ids=["threads", "processes"]
+)
+def test_every_applier_refuses_the_statement_the_same_way(tmp_path, applier):
+    attack = ATTACKS[2]
+    index = write_relay_log(
+        tmp_path / "relay", [*SETUP, (attack, False), ("INSERT INTO t VALUES (9, 'z')", False)]
+    )
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    run = replay(index, slave, repo, *applier)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "Error 1290" in run.stderr and f"GTID {GTID}:5" in run.stderr and "read_text" in run.stderr
+    assert table_rows(slave) == [(1, "a"), (2, "b")]
+    assert status_of(repo)["last_error_number"] == 1290
