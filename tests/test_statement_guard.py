@@ -326,3 +326,37 @@ def test_every_applier_refuses_the_statement_the_same_way(tmp_path, applier):
     assert "Error 1290" in run.stderr and f"GTID {GTID}:5" in run.stderr and "read_text" in run.stderr
     assert table_rows(slave) == [(1, "a"), (2, "b")]
     assert status_of(repo)["last_error_number"] == 1290
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY shop.t FROM '/etc/passwd'",
+        "COPY (SELECT * FROM shop.t) TO '/tmp/out.csv'",
+        "ATTACH '/tmp/other.duckdb' AS other",
+        "DETACH other",
+        "PRAGMA enable_profiling",
+        "SET enable_external_access = true",
+        "SET GLOBAL allowed_directories = '/'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "CALL pragma_version()",
+        "EXPORT DATABASE '/tmp/export'",
+        "IMPORT DATABASE '/tmp/export'",
+        "CREATE SECRET s (TYPE s3)",
+        "CREATE MACRO m() AS 1",
+        "CHECKPOINT",
+        "SELECT * FROM read_text('/etc/passwd')",
+        "DO read_text('/etc/passwd')",
+        "CREATE VIEW shop.v AS SELECT * FROM read_text('/etc/passwd')",
+        "CREATE TABLE shop.x AS SELECT * FROM read_csv('/etc/passwd')",
+    ],
+)
+def test_other_statements_never_reach_duckdb(sql, catalog):
+    """Anything but INSERT/UPDATE/DELETE goes to the DDL translator: refused, or a plan that runs
+    nothing on the slave (MySQL statements that change no table data)."""
+    try:
+        plan = DdlTranslator().translate(sql, "shop", catalog)
+    except UntranslatableStatement:
+        return
+    assert plan.statements == [], plan.statements
