@@ -6,12 +6,15 @@ external access. A refused statement stops the channel at the last whole transac
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from engine.applier.single import ChannelError
+from engine.replay import ChannelSpec, Replay
 from engine.slave import Catalog, DdlTranslator, UntranslatableStatement
 from engine.slave.database import Slave
 from engine.slave.guard import (
@@ -24,7 +27,10 @@ from engine.slave.guard import (
 from engine.slave.rowapply import ApplyError
 from engine.slave.statements import SessionContext, StatementTranslator
 
+from .conftest import MULTISOURCE
+from .test_bad_input import raw_events, with_crc
 from .test_replay_errors import SETUP, replay, status_of, table_rows, write_relay_log
+from .test_replay_oracle import CHANNELS, assert_tables_equal, expected_tables
 
 GTID = f"{uuid.UUID(int=7)}"
 PASSWD_FIRST_LINE = Path("/etc/passwd").read_text().splitlines()[0]
@@ -360,3 +366,56 @@ def test_other_statements_never_reach_duckdb(sql, catalog):
     except UntranslatableStatement:
         return
     assert plan.statements == [], plan.statements
+
+
+# -- the bundled MariaDB capture with one statement turned into a file read ---------------------
+
+CAPTURE_FILE = "relay-bin-m1.000010"
+CAPTURE_STATEMENT = (
+    b"INSERT INTO stmt_log (k, note) SELECT id, LEFT(c, 30) FROM sbtest3.sbtest2 "
+    b"WHERE id BETWEEN 1 AND 25 ORDER BY id"
+)
+CAPTURE_ATTACK = b"INSERT INTO stmt_log (k, note) SELECT 1, content FROM read_text('/etc/passwd')"
+
+
+def test_the_capture_with_a_file_reading_statement_stops_before_it_and_replays_once_repaired(tmp_path):
+    relay = tmp_path / "relay"
+    shutil.copytree(MULTISOURCE / "relay", relay)
+    original = (relay / CAPTURE_FILE).read_bytes()
+    at = original.index(CAPTURE_STATEMENT)
+    event = next(ev for ev in raw_events(original)[0] if ev.pos <= at < ev.end)
+    # same length (trailing spaces end a MySQL statement harmlessly): every position stays valid
+    tampered = bytearray(original)
+    tampered[at : at + len(CAPTURE_STATEMENT)] = CAPTURE_ATTACK.ljust(len(CAPTURE_STATEMENT))
+    (relay / CAPTURE_FILE).write_bytes(with_crc(tampered, event))
+
+    channels = [ChannelSpec(c.name, relay / c.index_file.name) for c in CHANNELS]
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
+    m1, m2 = Replay(slave, repo, channels).run()
+    assert m2.error is None
+    assert isinstance(m1.error, ChannelError) and m1.error.errno == 1290
+    assert (
+        "read_text" in m1.error.message
+        and m1.error.transaction
+        and m1.error.transaction.startswith("GTID 1-1-")
+    )
+    # the position is where the failing transaction starts: its GTID event, before the statement
+    file, pos = (m1.error.position or "").rsplit(":", 1)
+    assert file == CAPTURE_FILE and 0 < event.pos - int(pos) < 1000
+    failed = int(m1.error.transaction.rsplit("-", 1)[1])
+    check = Slave(slave)
+    try:
+        (executed,) = check.con.execute(
+            "SELECT executed_gtids FROM __relaydeck.progress WHERE channel = 'm1'"
+        ).fetchone()
+        leaked = check.con.execute(
+            "SELECT count(*) FROM sbtest3.stmt_log WHERE note LIKE ?", [PASSWD_FIRST_LINE[:20] + "%"]
+        ).fetchone()
+    finally:
+        check.close()
+    assert executed.endswith(f"1-1-{failed - 1}") and leaked == (0,)
+
+    (relay / CAPTURE_FILE).write_bytes(original)
+    outcomes = Replay(slave, repo, channels).run()
+    assert [o.error for o in outcomes] == [None, None]
+    assert_tables_equal(slave, expected_tables())
