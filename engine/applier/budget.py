@@ -1,0 +1,65 @@
+"""The single applier's memory bound: relay-log bytes read and not yet committed.
+
+The applier holds what it has read until DuckDB commits it: the chunk the reader hands over, the
+batch being grouped, the batch the committer thread is applying, and the decoded rows of each.
+Counting their relay-log bytes, and cutting every one of them at a share of one budget, bounds
+all of that together, whatever the log's size, as the process pool's segments bound its workers.
+
+The shares: a chunk and a part of a large transaction at most an eighth each, a batch at most a
+quarter. While the reader fills a chunk, the applier holds a batch smaller than its share and at
+most one batch in flight (its last transaction may overshoot by less than a part), so the total
+stays below the budget by at least an eighth, the margin for the item each share may overshoot by.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# What MySQL gives its workers' queues by default (replica_pending_jobs_size_max).
+DEFAULT_BUDGET = 128 << 20
+
+
+@dataclass(slots=True)
+class ByteBudget:
+    """Bytes taken (read) and released (committed, skipped or rolled back), and the peak held.
+
+    The reader takes and the committer thread releases; each counter has a single writer, so no
+    lock is needed, and the reader sees the released count as of its last read.
+    """
+
+    limit: int = DEFAULT_BUDGET
+    taken: int = 0
+    released: int = 0
+    peak: int = field(default=0)
+
+    @property
+    def chunk_bytes(self) -> int:
+        return max(1, self.limit // 8)
+
+    @property
+    def part_bytes(self) -> int:
+        """A row-only transaction larger than this is handed on in parts of about this size."""
+        return max(1, self.limit // 8)
+
+    @property
+    def decoded_bytes(self) -> int:
+        """Rows events decoded and not yet handed to DuckDB: their Python values take several
+        times the bytes the log gives them, so they are flushed at a small share."""
+        return max(1, self.limit // 16)
+
+    @property
+    def batch_bytes(self) -> int:
+        return max(1, self.limit // 4)
+
+    @property
+    def held(self) -> int:
+        return self.taken - self.released
+
+    def take(self, size: int) -> None:
+        self.taken += size
+        held = self.taken - self.released
+        if held > self.peak:
+            self.peak = held
+
+    def release(self, size: int) -> None:
+        self.released += size
