@@ -144,3 +144,15 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
     again, _ = _replay(log, tmp_path / "slave.duckdb", BUDGET)
     assert again.stats.transactions == 1
     assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
+
+
+def test_the_command_line_sets_the_budget_with_pending_jobs_size_max():
+    import argparse
+
+    from console.cli import _limits
+    from engine.errors import RelaydeckError
+
+    limits = _limits(argparse.Namespace(group_size=None, pending_jobs_size_max=BUDGET))
+    assert (limits.bytes, limits.transactions) == (BUDGET, BatchLimits().transactions)
+    with pytest.raises(RelaydeckError, match="at least 1024"):
+        _limits(argparse.Namespace(group_size=None, pending_jobs_size_max=1000))

@@ -5,10 +5,13 @@ batch being grouped, the batch the committer thread is applying, and the decoded
 Counting their relay-log bytes, and cutting every one of them at a share of one budget, bounds
 all of that together, whatever the log's size, as the process pool's segments bound its workers.
 
-The shares: a chunk and a part of a large transaction at most an eighth each, a batch at most a
-quarter. While the reader fills a chunk, the applier holds a batch smaller than its share and at
-most one batch in flight (its last transaction may overshoot by less than a part), so the total
-stays below the budget by at least an eighth, the margin for the item each share may overshoot by.
+The shares: a chunk and a part of a large transaction an eighth each, a batch a quarter. While
+the reader fills a chunk (less than a chunk and one item), the applier holds a batch smaller than
+its share and at most one batch in flight (less than its share and one item); an item is a part
+or a transaction smaller than a part's share plus the rows event that crossed it. That totals
+less than seven eighths of the budget and two events: within it while no event is larger than a
+sixteenth. An event is never cut, so a larger one (or a transaction that is not row-only, which
+is never cut either) is held whole.
 """
 
 from __future__ import annotations

@@ -334,7 +334,6 @@ class ChannelApplier:
                         continue
                     if type(item) is Incomplete:
                         self._abandon_stream()  # the source abandoned it: MySQL rolls it back
-                        continue
                     if type(item) is PreparedRun:
                         self._commit(batch)
                         batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
