@@ -46,9 +46,11 @@ class ByteBudget:
 
     @property
     def decoded_bytes(self) -> int:
-        """Rows events decoded and not yet handed to DuckDB: their Python values take several
-        times the bytes the log gives them, so they are flushed at a small share."""
-        return max(1, self.limit // 16)
+        """Rows events decoded and not yet handed to DuckDB within a batch: their Python values
+        take several times the bytes the log gives them. An eighth: measured on generated 100 MB
+        logs, a sixteenth lowered the peak on bulk transactions only from 475 to 446 MB, and cost
+        OLTP a few percent of CPU (every flush's statements scan the tables again)."""
+        return max(1, self.limit // 8)
 
     @property
     def batch_bytes(self) -> int:
