@@ -156,3 +156,48 @@ def test_the_command_line_sets_the_budget_with_pending_jobs_size_max():
     assert (limits.bytes, limits.transactions) == (BUDGET, BatchLimits().transactions)
     with pytest.raises(RelaydeckError, match="at least 1024"):
         _limits(argparse.Namespace(group_size=None, pending_jobs_size_max=1000))
+
+
+def test_set_global_replica_pending_jobs_size_max_bounds_the_single_applier(large_log, tmp_path):
+    from engine.replica.server import ReplicaServer
+
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=False)
+    try:
+        replica.execute(f"SET GLOBAL replica_pending_jobs_size_max = {BUDGET}")
+        replica.execute(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{large_log / 'relay-bin.index'}'")
+        replica.execute("START REPLICA")
+        assert replica.wait(120)
+        run = replica.run_of("")
+        assert run is not None and isinstance(run.applier, ChannelApplier)
+        assert run.applier.budget.limit == BUDGET
+        assert 0 < run.applier.budget.peak <= BUDGET
+        assert run.outcome.error is None
+    finally:
+        replica.close()
+    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+
+
+def test_the_budget_counts_the_process_pools_items_and_runs_read_again_once(tmp_path, monkeypatch):
+    """The process pool hands a run back to be read the ordinary way (here: the slave has its
+    transactions already): the budget counts what was read again, once, and only that."""
+    import engine.applier.processes as processes
+    from engine.applier.parallel import ParallelOptions
+    from engine.replay import ChannelSpec, Replay
+
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
+    summary = generate("oltp", 6, tmp_path / "relay")
+    slave_path = tmp_path / "slave.duckdb"
+    spec = [ChannelSpec("", summary.index_file)]
+    pool = ParallelOptions(workers=2, pool="processes")
+    first = Replay(slave_path, None, spec, parallel=pool)
+    assert first.run()[0].error is None
+    assert first.runs[""].applier.budget.held == 0  # type: ignore[union-attr]
+    slave = Slave(slave_path)
+    slave.set_relay_position("", read_index(summary.index_file).files[0].name, 4)
+    slave.close()
+    again = Replay(slave_path, None, spec, parallel=pool)
+    outcome = again.run()[0]
+    assert outcome.error is None and outcome.stats.runs_read_again > 0
+    applier = again.runs[""].applier
+    assert isinstance(applier, ChannelApplier)
+    assert applier.budget.held == 0

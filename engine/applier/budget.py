@@ -5,9 +5,10 @@ batch being grouped, the batch the committer thread is applying, and the decoded
 Counting their relay-log bytes, and cutting every one of them at a share of one budget, bounds
 all of that together, whatever the log's size, as the process pool's segments bound its workers.
 
-The shares: a chunk and a part of a large transaction an eighth each, a batch a quarter. While
-the reader fills a chunk (less than a chunk and one item), the applier holds a batch smaller than
-its share and at most one batch in flight (less than its share and one item); an item is a part
+The shares: a chunk and a part of a large transaction an eighth each, a batch a quarter. A chunk
+is counted when the reader hands it over (less than its share and one item), once the one before
+it is all in a batch: the applier then holds a batch smaller than its share and at most one
+batch in flight (less than its share and one item); an item is a part
 or a transaction smaller than a part's share plus the rows event that crossed it. That totals
 less than seven eighths of the budget and two events: within it while no event is larger than a
 sixteenth. An event is never cut, so a larger one (or a transaction that is not row-only, which
@@ -16,6 +17,7 @@ is never cut either) is held whole.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 # What MySQL gives its workers' queues by default (replica_pending_jobs_size_max).
@@ -24,16 +26,14 @@ DEFAULT_BUDGET = 128 << 20
 
 @dataclass(slots=True)
 class ByteBudget:
-    """Bytes taken (read) and released (committed, skipped or rolled back), and the peak held.
-
-    The reader takes and the committer thread releases; each counter has a single writer, so no
-    lock is needed, and the reader sees the released count as of its last read.
-    """
+    """Bytes taken (handed to the applier) and released (committed, skipped or rolled back), and
+    the peak held. The applier's thread takes; it and the committer thread release."""
 
     limit: int = DEFAULT_BUDGET
     taken: int = 0
     released: int = 0
-    peak: int = field(default=0)
+    peak: int = 0
+    _releasing: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def chunk_bytes(self) -> int:
@@ -67,4 +67,5 @@ class ByteBudget:
             self.peak = held
 
     def release(self, size: int) -> None:
-        self.released += size
+        with self._releasing:
+            self.released += size

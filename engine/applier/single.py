@@ -188,8 +188,8 @@ def _read_chunks(
     CAUGHT_UP whenever everything that has arrived was read, so the applier commits what it holds
     instead of waiting for a batch to fill.
 
-    budget: what is read is taken from it (the applier releases it), and a chunk ends at its
-    share; with parts, a row-only transaction larger than its part share comes in TransactionParts.
+    budget: a chunk ends at its share; with parts, a row-only transaction larger than its part
+    share comes in TransactionParts.
     """
     if follow is not None:
         assert logs.index_file is not None, "following needs the relay-log index"
@@ -212,10 +212,7 @@ def _read_chunks(
                 if done:
                     chunk.extend(done)
                     if budget is not None:
-                        for item in done:
-                            size = _held_size(item)
-                            budget.take(size)
-                            chunk_bytes += size
+                        chunk_bytes += sum([_held_size(item) for item in done])
                 if len(chunk) >= 256 or chunk_bytes >= chunk_limit:
                     yield chunk
                     chunk, chunk_bytes = [], 0
@@ -318,6 +315,7 @@ class ChannelApplier:
         batch_started = time.monotonic()
         try:
             for chunk in reader:
+                self.budget.take(sum([_held_size(item) for item in chunk]))  # released once applied
                 work = deque(chunk)
                 while work:
                     item = work.popleft()
@@ -344,7 +342,9 @@ class ChannelApplier:
                                 self.on_progress(self.stats, item)
                         else:
                             self.stats.runs_read_again += 1
-                            work.extendleft(reversed(self._read_run(item)))
+                            read_again = self._read_run(item)
+                            self.budget.take(sum([_held_size(i) for i in read_again]))
+                            work.extendleft(reversed(read_again))
                         continue
                     if isinstance(item, Transaction):
                         if item.gtid:
