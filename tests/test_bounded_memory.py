@@ -201,3 +201,55 @@ def test_the_budget_counts_the_process_pools_items_and_runs_read_again_once(tmp_
     applier = again.runs[""].applier
     assert isinstance(applier, ChannelApplier)
     assert applier.budget.held == 0
+
+
+def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large_log, tmp_path, monkeypatch):
+    """--follow: the parts that have arrived are applied and wait, uncommitted, for the rest."""
+    import threading
+    import time
+
+    log = tmp_path / "live"
+    shutil.copytree(large_log, log)
+    transactions = _transactions(log)
+    last = transactions[-1]
+    cut = last.events[len(last.events) // 2]
+    index = log / "relay-bin.index"
+    listed = index.read_text()
+    lines = listed.splitlines(keepends=True)
+    index.write_text("".join(lines[: next(i for i, line in enumerate(lines) if cut.log_name in line) + 1]))
+    relay_file = log / cut.log_name
+    whole = relay_file.read_bytes()
+    relay_file.write_bytes(whole[: cut.pos])
+
+    parts = []  # of the cut transaction
+    apply_part = ChannelApplier._apply_part
+
+    def counting(self, part):  # type: ignore[no-untyped-def]
+        apply_part(self, part)
+        if part.start == last.start:
+            parts.append(part.size)
+
+    monkeypatch.setattr(ChannelApplier, "_apply_part", counting)
+    slave = Slave(tmp_path / "slave.duckdb")
+    stop = threading.Event()
+    applier = ChannelApplier(slave, "", read_index(index), BatchLimits(bytes=BUDGET), stop=stop, follow=True)
+    thread = threading.Thread(target=applier.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(parts) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(parts) >= 2
+        time.sleep(0.5)
+        assert applier.progress.transactions == len(transactions) - 1  # the open one not committed
+        with relay_file.open("ab") as tail:
+            tail.write(whole[cut.pos :])
+        while applier.progress.transactions < len(transactions) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(30)
+        slave.close()
+    assert applier.progress.transactions == len(transactions)
+    assert applier.budget.peak <= BUDGET
+    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
