@@ -28,8 +28,8 @@ from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
-from ..slave.ddl import UntranslatableStatement
 from ..slave.rowapply import ApplyError
+from ..slave.untranslatable import UntranslatableStatement
 from ..transactions import Transaction, TransactionAssembler
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
@@ -69,6 +69,32 @@ class BatchLimits:
     transactions: int = 20_000
     row_changes: int = 400_000
     seconds: float = 5.0
+
+
+# A start's first batch is small, and each batch after it may be this many times larger, up to
+# the limits: after a restart the first commit comes within a fraction of a second (with 20,000
+# transactions or 5 s to a batch, a replay killed every few seconds could commit nothing), while a
+# long replay still commits in large batches, at the price of a handful more commits.
+FIRST_BATCH_TRANSACTIONS = 256
+FIRST_BATCH_SECONDS = 0.25
+BATCH_GROWTH = 4
+
+
+@dataclass(slots=True)
+class BatchRamp:
+    """The limits of the next batch: small at a start, growing to `limits` batch after batch."""
+
+    limits: BatchLimits
+    transactions: int = 0
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.transactions = min(self.limits.transactions, FIRST_BATCH_TRANSACTIONS)
+        self.seconds = min(self.limits.seconds, FIRST_BATCH_SECONDS)
+
+    def grow(self) -> None:
+        self.transactions = min(self.limits.transactions, self.transactions * BATCH_GROWTH)
+        self.seconds = min(self.limits.seconds, self.seconds * BATCH_GROWTH)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -281,6 +307,7 @@ class ChannelApplier:
         batch: list[Transaction] = []
         batch_rows = 0
         batch_started = time.monotonic()
+        ramp = BatchRamp(self.limits)
         try:
             for chunk in reader:
                 work = deque(chunk)
@@ -339,12 +366,13 @@ class ChannelApplier:
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     if batch and (
-                        len(batch) >= self.limits.transactions
+                        len(batch) >= ramp.transactions
                         or batch_rows >= self.limits.row_changes
-                        or time.monotonic() - batch_started >= self.limits.seconds
+                        or time.monotonic() - batch_started >= ramp.seconds
                     ):
                         self._commit_behind(batch)
                         batch, batch_rows, batch_started = [], 0, time.monotonic()
+                        ramp.grow()
                 if self.stop.is_set():
                     self.stats.stopped_by = "STOP"
                     break
