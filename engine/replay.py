@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import watchfiles
-
 from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
 from .applier.prepare import PreparedRun, RunTransaction
@@ -250,6 +248,8 @@ class ChannelRun:
             if folder is None:
                 either.events[0].wait(0.5)
                 continue
+            import watchfiles  # following only: not loaded by every replay's start
+
             for _ in watchfiles.watch(
                 folder, stop_event=either, rust_timeout=500, yield_on_timeout=True, recursive=False
             ):
