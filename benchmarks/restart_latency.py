@@ -404,7 +404,8 @@ def main() -> int:
         startup_only(1, code)  # compiles the bytecode
     results: dict[str, object] = {
         **measurement_header(),
-        "baseline": str(baseline) if baseline else None,
+        "revision": revision(ROOT),
+        "baseline": revision(baseline) if baseline else None,
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
         "startup_and_imports_s": {label: startup_only(5, code) for label, code in codes.items()},
         "sources": {},
@@ -429,6 +430,14 @@ def main() -> int:
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"written to {out.relative_to(ROOT)}")
     return 0 if everything_exact else 1
+
+
+def revision(checkout: Path) -> str:
+    """The checkout's commit, when it is a git checkout."""
+    found = subprocess.run(
+        ["git", "-C", str(checkout), "log", "-1", "--format=%h %s"], capture_output=True, text=True
+    )
+    return found.stdout.strip() if found.returncode == 0 else str(checkout)
 
 
 def generated_source(index: Path, size: float) -> Source:

@@ -91,13 +91,15 @@ class RunSettings:
 
 
 def pool_preparer(options: ParallelOptions) -> RowPreparer | None:
-    """The Spark pool's row preparer (starting Spark on first use); None for the thread pool."""
+    """The Spark pool's row preparer, Spark starting meanwhile (see StartingSparkDecoder); None
+    for the thread pool."""
     if options.pool != "spark":
         return None
-    from .spark.decode import SparkRowDecoder
-    from .spark.session import spark_session
+    from .spark.decode import StartingSparkDecoder
+    from .spark.session import find_java, spark_session
 
-    return SparkRowDecoder(spark_session(options.spark_master, cores=options.workers))
+    find_java()  # a missing JVM is one clear error at the start, not whenever Spark was to take over
+    return StartingSparkDecoder(lambda: spark_session(options.spark_master, cores=options.workers))
 
 
 class ChannelRun:
