@@ -622,7 +622,7 @@ def apply_error_text(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, ApplyError):
         return exc.errno, exc.message
     if isinstance(exc, UntranslatableStatement):
-        return ER_UNKNOWN_ERROR, exc.one_line()
+        return exc.errno, exc.one_line()
     return ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
 
 

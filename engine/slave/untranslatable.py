@@ -12,6 +12,8 @@ from ..errors import RelaydeckError
 class UntranslatableStatement(RelaydeckError):
     """A replicated statement the slave cannot reproduce; `statement` is the SQL as logged."""
 
+    errno = 1105  # ER_UNKNOWN_ERROR; a subclass with a more precise MySQL error names its own
+
     def __init__(self, statement: str, reason: str) -> None:
         self.statement = statement
         self.reason = reason
