@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import watchfiles
-
 from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
 from .applier.prepare import PreparedRun, RunTransaction
@@ -95,13 +93,15 @@ class RunSettings:
 
 
 def pool_preparer(options: ParallelOptions) -> RowPreparer | None:
-    """The Spark pool's row preparer (starting Spark on first use); None for the thread pool."""
+    """The Spark pool's row preparer, Spark starting meanwhile (see StartingSparkDecoder); None
+    for the thread pool."""
     if options.pool != "spark":
         return None
-    from .spark.decode import SparkRowDecoder
-    from .spark.session import spark_session
+    from .spark.decode import StartingSparkDecoder
+    from .spark.session import find_java, spark_session
 
-    return SparkRowDecoder(spark_session(options.spark_master, cores=options.workers))
+    find_java()  # a missing JVM is one clear error at the start, not whenever Spark was to take over
+    return StartingSparkDecoder(lambda: spark_session(options.spark_master, cores=options.workers))
 
 
 class ChannelRun:
@@ -254,6 +254,8 @@ class ChannelRun:
             if folder is None:
                 either.events[0].wait(0.5)
                 continue
+            import watchfiles  # following only: not loaded by every replay's start
+
             for _ in watchfiles.watch(
                 folder, stop_event=either, rust_timeout=500, yield_on_timeout=True, recursive=False
             ):

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from engine.applier.parallel import ParallelOptions
+from engine.errors import RelaydeckError
 from engine.generate import generate
+from engine.relaylog.index import read_index
+from engine.relaylog.stream import stream_events
 from engine.replay import ChannelRun, ChannelSpec, RunSettings, pool_preparer
 from engine.slave.database import Slave
-from engine.spark.decode import SparkRowDecoder
+from engine.slave.schema import Catalog
+from engine.spark.decode import LocalRowDecoder, SparkRowDecoder, StartingSparkDecoder
+from engine.transactions import Transaction, TransactionAssembler
 
 from .spark_fixture import spark  # noqa: F401
 from .test_replay_oracle import assert_tables_equal, expected_tables
@@ -63,7 +70,54 @@ def test_a_generated_workload_is_identical_with_threads_and_spark(spark, tmp_pat
 
 def test_the_pool_option_builds_the_spark_decoder_only_for_spark(spark):  # noqa: F811
     assert pool_preparer(ParallelOptions(workers=2)) is None
-    assert isinstance(pool_preparer(ParallelOptions(workers=2, pool="spark")), SparkRowDecoder)
+    preparer = pool_preparer(ParallelOptions(workers=2, pool="spark"))
+    assert isinstance(preparer, StartingSparkDecoder)
+    assert preparer.wait_started(120)
+    assert isinstance(preparer.spark, SparkRowDecoder)
+
+
+def _capture_transactions(count: int) -> list[Transaction]:
+    assembler = TransactionAssembler()
+    found: list[Transaction] = []
+    for logged in stream_events(read_index(M1)):
+        found.extend(t for t in assembler.feed(logged) if isinstance(t, Transaction))
+        if len(found) >= count:
+            break
+    return found[:count]
+
+
+def test_until_spark_has_started_the_transactions_are_prepared_here():
+    # Spark's start takes seconds: the applier does not wait for it (no JVM is started here)
+    release = threading.Event()
+    started = threading.Event()
+
+    class Session:  # stands for the SparkSession, which the decoder only keeps until it prepares
+        pass
+
+    def start():  # type: ignore[no-untyped-def]
+        started.set()
+        release.wait(30)
+        return Session()
+
+    preparer = StartingSparkDecoder(start)
+    assert started.wait(30)
+    transactions = _capture_transactions(60)
+    catalog = Catalog()
+    assert preparer.prepare(transactions, catalog) == LocalRowDecoder().prepare(transactions, catalog)
+    assert preparer.spark is None
+    release.set()
+    assert preparer.wait_started(30)
+    assert isinstance(preparer.spark, SparkRowDecoder)
+
+
+def test_an_error_starting_spark_is_raised_by_the_next_prepare():
+    def start():  # type: ignore[no-untyped-def]
+        raise RelaydeckError("Spark could not start")
+
+    preparer = StartingSparkDecoder(start)
+    assert preparer.wait_started(30)
+    with pytest.raises(RelaydeckError, match="could not start"):
+        preparer.prepare([], Catalog())
 
 
 def test_a_replay_takes_analyzes_schedule(spark, tmp_path, monkeypatch):  # noqa: F811

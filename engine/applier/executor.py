@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
 from ..binlog.events import Gtid, Intvar, MariaGtidEvent, Query, Rand, RowsEvent, TableMap, UserVar, Xid
 from ..slave.database import Slave
-from ..slave.ddl import DdlTranslator
 from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ident, table_ref
 from ..slave.schema import Catalog
-from ..slave.statements import SessionContext, StatementTranslator
 from ..slave.types import duckdb_type
 from ..transactions import Transaction, TransactionPart, statement_verb
+
+if TYPE_CHECKING:
+    from ..slave.ddl import DdlTranslator
+    from ..slave.statements import StatementTranslator
 
 # The source's temporary tables live as real tables here, one name per (session, database, table):
 # statement-format DML reads and writes them, and they outlast an applier restart like the
@@ -75,8 +78,8 @@ class TransactionExecutor:
         self.flush_bytes = flush_bytes
         self._pending_bytes = 0
         self.rows = RowApplier(slave.con, strict=strict)
-        self.ddl = DdlTranslator()
-        self.statements = StatementTranslator()
+        self._ddl: DdlTranslator | None = None
+        self._statements: StatementTranslator | None = None
         self._table_maps: dict[int, TableMap] = {}
 
     def apply(
@@ -115,6 +118,23 @@ class TransactionExecutor:
             elif isinstance(event, Rand):
                 session.rand_seeds = (event.seed1, event.seed2)
 
+    @property
+    def ddl(self) -> DdlTranslator:
+        # The translators load sqlglot: at the first DDL or statement, not at every start
+        if self._ddl is None:
+            from ..slave.ddl import DdlTranslator
+
+            self._ddl = DdlTranslator()
+        return self._ddl
+
+    @property
+    def statements(self) -> StatementTranslator:
+        if self._statements is None:
+            from ..slave.statements import StatementTranslator
+
+            self._statements = StatementTranslator()
+        return self._statements
+
     def flush(self) -> None:
         self._pending_bytes = 0
         self.rows.flush()
@@ -147,6 +167,8 @@ class TransactionExecutor:
         database = event.database or None
         temporaries = self._session_temporaries(event.thread_id)
         if verb in _DML:
+            from ..slave.statements import SessionContext
+
             context = SessionContext(
                 default_db=database,
                 user_vars=dict(session.user_vars),

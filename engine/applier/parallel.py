@@ -52,6 +52,7 @@ from .single import (
     AnyEvent,
     ApplyStats,
     BatchLimits,
+    BatchRamp,
     ChannelError,
     CommitCallback,
     ProgressCallback,
@@ -260,6 +261,7 @@ class ParallelApplier:
         # A worker never combines more than the batch limit: longer runs would only serialize.
         self._run_length = max(1, min(RUN_LENGTH, self.limits.transactions))
         self._gather_min = max(1, min(GATHER_MIN, self.limits.transactions))
+        self._ramp = BatchRamp(self.limits)  # batches start small at a start (see BatchRamp)
         if options.schedule is not None and self.progress.transactions != 0:
             raise ChannelError(
                 channel,
@@ -655,6 +657,8 @@ class ParallelApplier:
         clock_waited = False
         with self._lock:
             while True:
+                cap = self._ramp.transactions  # grows while this worker waits
+                gather_min = min(self._gather_min, cap)
                 if self._aborting:
                     return None
                 queue = worker.queue
@@ -686,7 +690,7 @@ class ParallelApplier:
                     options.preserve_commit_order
                     and not head.alone
                     and head.ordinal != self._gaq.lwm + 1
-                    and self._contiguous(queue, self._gather_min) < self._gather_min
+                    and self._contiguous(queue, gather_min) < gather_min
                 ):
                     # Not next to commit, and too short a run to be worth a DuckDB commit of its
                     # own: the worker whose turn comes first takes these along (_queue_holding),
@@ -695,7 +699,7 @@ class ParallelApplier:
                     self._lock.wait()
                     continue
                 if (
-                    len(queue) < self._gather_min
+                    len(queue) < gather_min
                     and not self._reading_done
                     and not head.alone
                     and self._may_grow(queue)
@@ -712,7 +716,7 @@ class ParallelApplier:
             covered = self._ready_through(self._gaq.lwm, members)
             rows = head.txn.row_events
             if not head.alone:
-                while len(batch) < self.limits.transactions and rows < self.limits.row_changes:
+                while len(batch) < cap and rows < self.limits.row_changes:
                     source = queue
                     if options.preserve_commit_order:
                         source = self._queue_holding(batch[-1].ordinal + 1, worker)
@@ -863,6 +867,7 @@ class ParallelApplier:
             if passed:
                 self._lwm_job = passed[-1].item
             self._release_locked(batch)
+            self._ramp.grow()
             status = worker.status
             status.transactions += len(batch)
             status.rows = executor.rows.rows_applied

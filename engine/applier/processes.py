@@ -20,10 +20,9 @@ default allocator does not promise that). It leaves with os._exit, running no fi
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment, plan_segments
@@ -55,6 +54,10 @@ class SegmentPool:
     def __init__(
         self, workers: int, segment_transactions: int | None = None, segment_bytes: int | None = None
     ) -> None:
+        # loaded here, by the pool only: multiprocessing is not needed by every applier's start
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("fork")
         self.workers = workers
         self.segment_transactions = segment_transactions or SEGMENT_TRANSACTIONS

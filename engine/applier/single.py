@@ -28,8 +28,8 @@ from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
-from ..slave.ddl import UntranslatableStatement
 from ..slave.rowapply import ApplyError
+from ..slave.untranslatable import UntranslatableStatement
 from ..transactions import Incomplete, Transaction, TransactionAssembler, TransactionPart
 from .budget import DEFAULT_BUDGET, ByteBudget
 from .controls import StartControls
@@ -72,6 +72,32 @@ class BatchLimits:
     seconds: float = 5.0
     # relay-log bytes read and not yet committed (see budget.py): a batch is at most a quarter
     bytes: int = DEFAULT_BUDGET
+
+
+# A start's first batch is small, and each batch after it may be this many times larger, up to
+# the limits: after a restart the first commit comes within a fraction of a second (with 20,000
+# transactions or 5 s to a batch, a replay killed every few seconds could commit nothing), while a
+# long replay still commits in large batches, at the price of a handful more commits.
+FIRST_BATCH_TRANSACTIONS = 256
+FIRST_BATCH_SECONDS = 0.25
+BATCH_GROWTH = 4
+
+
+@dataclass(slots=True)
+class BatchRamp:
+    """The limits of the next batch: small at a start, growing to `limits` batch after batch."""
+
+    limits: BatchLimits
+    transactions: int = 0
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.transactions = min(self.limits.transactions, FIRST_BATCH_TRANSACTIONS)
+        self.seconds = min(self.limits.seconds, FIRST_BATCH_SECONDS)
+
+    def grow(self) -> None:
+        self.transactions = min(self.limits.transactions, self.transactions * BATCH_GROWTH)
+        self.seconds = min(self.limits.seconds, self.seconds * BATCH_GROWTH)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -313,6 +339,7 @@ class ChannelApplier:
         batch: list[Transaction] = []
         batch_rows = batch_bytes = 0
         batch_started = time.monotonic()
+        ramp = BatchRamp(self.limits)
         try:
             for chunk in reader:
                 self.budget.take(sum([_held_size(item) for item in chunk]))  # released once applied
@@ -389,13 +416,14 @@ class ChannelApplier:
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     if batch and (
-                        len(batch) >= self.limits.transactions
+                        len(batch) >= ramp.transactions
                         or batch_rows >= self.limits.row_changes
                         or batch_bytes >= self.budget.batch_bytes
-                        or time.monotonic() - batch_started >= self.limits.seconds
+                        or time.monotonic() - batch_started >= ramp.seconds
                     ):
                         self._commit_behind(batch)
                         batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
+                        ramp.grow()
                 if self.stop.is_set():
                     self.stats.stopped_by = "STOP"
                     break

@@ -12,13 +12,14 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Protocol
-
-from watchfiles import Change, watch
+from typing import TYPE_CHECKING, Protocol
 
 from ..binlog.reader import BinlogFile, LoggedEvent, ReaderState
 from ..errors import BinlogError, RelayIndexError, TruncatedEvent
 from .index import read_index
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 # watchfiles: how often the waiting thread looks for changes (and at `stop`), and how long it may keep
 # gathering changes once it has one. Small, so an appended event is applied tens of milliseconds later.
@@ -286,6 +287,8 @@ class _ChangeWaiter:
         if not self.folders:
             return self.sleep()  # nothing to watch (no folder yet): wait poll_s, still minding `stop`
         if self.changes is None:
+            from watchfiles import watch  # loaded by following only, not by every replay's start
+
             self.changes = watch(
                 *self.folders,
                 watch_filter=self.is_watched,

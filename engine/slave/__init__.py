@@ -7,9 +7,11 @@ and the next catalog.
 
 from __future__ import annotations
 
-from .ddl import DdlPlan, DdlTranslator, UntranslatableStatement, quote_ident
+from typing import Any
+
 from .schema import Catalog, MysqlColumn, MysqlDatabase, MysqlForeignKey, MysqlTable, TableKey
 from .types import convert_expression, duckdb_type, json_type_available
+from .untranslatable import UntranslatableStatement
 
 __all__ = [
     "Catalog",
@@ -26,3 +28,15 @@ __all__ = [
     "json_type_available",
     "quote_ident",
 ]
+
+_FROM_DDL = ("DdlPlan", "DdlTranslator", "quote_ident")
+
+
+def __getattr__(name: str) -> Any:
+    # ddl loads sqlglot (a tenth of a replay's start-up): only when its names are asked for, so an
+    # applier that meets no DDL never loads it
+    if name in _FROM_DDL:
+        from . import ddl
+
+        return getattr(ddl, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

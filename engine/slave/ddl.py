@@ -96,7 +96,6 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from ..errors import RelaydeckError
 from .database import sandbox_config
 from .schema import (
     Catalog,
@@ -117,26 +116,12 @@ from .types import (
     duckdb_type,
     round_fraction,
 )
+from .untranslatable import UntranslatableStatement
+from .untranslatable import abbreviate as _abbreviate
 
 # ---------------------------------------------------------------------------------------------
 # Results and errors
 # ---------------------------------------------------------------------------------------------
-
-
-class UntranslatableStatement(RelaydeckError):
-    """A replicated statement the slave cannot reproduce; `statement` is the SQL as logged."""
-
-    errno = 1105  # ER_UNKNOWN_ERROR; a subclass with a more precise MySQL error names its own
-
-    def __init__(self, statement: str, reason: str) -> None:
-        self.statement = statement
-        self.reason = reason
-        super().__init__(f"cannot translate {_abbreviate(statement)!r}: {reason}")
-
-
-def _abbreviate(sql: str, limit: int = 160) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ from sqlglot import exp
 
 from ..errors import RelaydeckError
 from .database import INTERNAL_SCHEMA
-from .ddl import UntranslatableStatement
 from .rowapply import ER_NO_SUCH_TABLE, ApplyError
 from .schema import Catalog
+from .untranslatable import UntranslatableStatement
 
 ER_OPTION_PREVENTS_STATEMENT = 1290
 

@@ -22,9 +22,9 @@ import sqlglot
 import sqlglot.dialects.duckdb  # noqa: F401 - loaded now, not by the first statement (measured 64 ms)
 from sqlglot import exp
 
-from .ddl import UntranslatableStatement
 from .guard import check_statement, replicated_schemas
 from .schema import Catalog, MysqlTable
+from .untranslatable import UntranslatableStatement
 
 _RAND_MAX = 0x3FFFFFFF
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import copyreg
 import io
 import pickle
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -89,6 +90,47 @@ class LocalRowDecoder:
 
     def prepare(self, transactions: Sequence[Transaction], catalog: Catalog) -> list[Prepared]:
         return [transaction_writeset(txn, catalog) for txn in transactions]
+
+
+class StartingSparkDecoder:
+    """prepare() by Spark once its session has started, by LocalRowDecoder until then.
+
+    Starting Spark (a JVM, the context) takes seconds (13.5 s measured here in local mode), and the
+    applier need not wait for it: the two give the same results, so the first batches of a start
+    are prepared here while Spark starts in a thread of its own. An error starting Spark is
+    raised by the next prepare().
+    """
+
+    def __init__(self, start: Callable[[], SparkSession]) -> None:
+        self._local = LocalRowDecoder()
+        self._spark: SparkRowDecoder | None = None
+        self._error: BaseException | None = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._start, args=(start,), name="spark-start", daemon=True)
+        self._thread.start()
+
+    def _start(self, start: Callable[[], SparkSession]) -> None:
+        try:
+            self._spark = SparkRowDecoder(start())
+        except BaseException as exc:  # handed to the applier's thread by prepare()
+            self._error = exc
+        finally:
+            self._started.set()
+
+    @property
+    def spark(self) -> SparkRowDecoder | None:
+        """The Spark decoder once Spark has started (None before)."""
+        return self._spark
+
+    def wait_started(self, timeout: float | None = None) -> bool:
+        return self._started.wait(timeout)
+
+    def prepare(self, transactions: Sequence[Transaction], catalog: Catalog) -> list[Prepared]:
+        if self._error is not None:
+            raise self._error
+        if self._spark is None:
+            return self._local.prepare(transactions, catalog)
+        return self._spark.prepare(transactions, catalog)
 
 
 @dataclass(slots=True)
