@@ -29,6 +29,7 @@ from .applier.single import (
     ChannelError,
     CommitCallback,
     Until,
+    apply_error_text,
 )
 from .errors import RelaydeckError, RelayIndexError
 from .gc_tuning import relax_garbage_collector
@@ -212,15 +213,23 @@ class ChannelRun:
             live.state = "OFF"
         except RelaydeckError as exc:
             self._failed(exc, exc.errno if isinstance(exc, ChannelError) else 1594)
-        except Exception as exc:  # a defect, not bad input: still one line, and the channel stops
-            self._failed(
-                ChannelError(
-                    spec.name, ER_UNKNOWN_ERROR, f"internal error: {type(exc).__name__}: {exc}", None, None
-                ),
-                ER_UNKNOWN_ERROR,
-            )
+        except Exception as exc:  # not while applying a transaction (those are located there)
+            self._failed(self._unlocated_error(exc), ER_UNKNOWN_ERROR)
         finally:
             session.close()
+
+    def _unlocated_error(self, exc: Exception) -> ChannelError:
+        """One line for a failure outside any transaction: where the channel stood when it came."""
+        errno, message = apply_error_text(exc)
+        live, position = self.live, None
+        if live.relay_file is not None:
+            position = f"{live.relay_file}:{live.relay_pos}"
+        elif self.applier is not None and self.applier.progress.relay_log_file is not None:
+            progress = self.applier.progress
+            position = f"{progress.relay_log_file}:{progress.relay_log_pos}"
+        return ChannelError(
+            self.spec.name, errno, f"stopped after the last applied transaction: {message}", None, position
+        )
 
     def _failed(self, error: RelaydeckError, errno: int) -> None:
         self.outcome.error = error

@@ -182,11 +182,13 @@ def test_an_error_in_a_batch_committed_behind_the_reader_names_that_transaction(
     assert status_of(tmp_path / "r.sqlite")["transactions_applied"] == failing - 1
 
 
-def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_transactions(
+def test_an_unexpected_failure_stops_the_channel_at_its_transaction_with_one_located_line(
     tmp_path, monkeypatch
 ):
-    # A defect (here: the executor failing on the third row transaction) must not escape the
-    # channel's thread as a traceback: the channel reports error 1105 and stops at a whole commit.
+    # A defect (here: the executor failing on one transaction, whenever it is applied) must not
+    # escape the channel's thread as a traceback nor as an "internal error" naming nothing: the
+    # batch holding it is narrowed down like an apply error, the channel stops right before that
+    # transaction and the error names it and its relay-log position.
     from engine.applier.executor import TransactionExecutor
     from engine.replay import ChannelSpec, Replay
 
@@ -194,11 +196,9 @@ def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_tra
         tmp_path / "relay", [*SETUP, *[(f"INSERT INTO t VALUES ({10 + i}, 'x')", False) for i in range(5)]]
     )
     apply = TransactionExecutor.apply
-    calls = {"n": 0}
 
     def failing(self, txn, decoded=None):
-        calls["n"] += 1
-        if calls["n"] == 5:
+        if txn.gtid == f"{GTID}:6":
             raise RuntimeError("worn-out bearing")
         return apply(self, txn, decoded)
 
@@ -206,8 +206,10 @@ def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_tra
     outcomes = Replay(tmp_path / "s.duckdb", tmp_path / "r.sqlite", [ChannelSpec("c1", index)]).run()
     error = outcomes[0].error
     assert error is not None and error.errno == 1105
-    assert "internal error: RuntimeError: worn-out bearing" in error.one_line()
-    # the two DDL statements committed alone; the batch holding the failure is rolled back whole
-    assert table_rows(tmp_path / "s.duckdb") == []
+    line = error.one_line()
+    assert "internal error" not in line and "RuntimeError: worn-out bearing" in line
+    assert f"in transaction GTID {GTID}:6 (relay log relay-bin.0000" in line
+    # every transaction before the failing one is applied, nothing of it or after it
+    assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b"), (10, "x")]
     row = status_of(tmp_path / "r.sqlite")
-    assert row["last_error_number"] == 1105 and row["transactions_applied"] == 2
+    assert row["last_error_number"] == 1105 and row["transactions_applied"] == 5

@@ -12,9 +12,19 @@ from dataclasses import dataclass, field, replace
 from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
 from ..binlog.events import Gtid, Intvar, MariaGtidEvent, Query, Rand, RowsEvent, TableMap, UserVar, Xid
+from ..binlog.reader import LoggedEvent
 from ..slave.database import Slave
 from ..slave.ddl import DdlTranslator
-from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ident, table_ref
+from ..slave.rowapply import (
+    ER_NO_SUCH_TABLE,
+    ApplyError,
+    InvalidString,
+    RowApplier,
+    is_invalid_string,
+    quote_ident,
+    shown_invalid_bytes,
+    table_ref,
+)
 from ..slave.schema import Catalog
 from ..slave.statements import SessionContext, StatementTranslator
 from ..slave.types import duckdb_type
@@ -24,6 +34,9 @@ from ..transactions import Transaction, statement_verb
 # statement-format DML reads and writes them, and they outlast an applier restart like the
 # source's session did. The name is never parsed back: the catalog keeps the model under it.
 TEMPORARY_SCHEMA = "__relaydeck_tmp"
+
+
+ER_INVALID_CHARACTER_STRING = 1300
 
 
 def temporary_name(thread_id: int, schema: str, name: str) -> str:
@@ -125,6 +138,20 @@ class TransactionExecutor:
         self.rows.add(images, table)
 
     def _query(self, event: Query, session: _Session, timestamp: int) -> None:
+        try:
+            self._run_query(event, session, timestamp)
+        except UnicodeEncodeError:
+            # The statement (or a user variable it reads) holds bytes its character set does not
+            # allow: DuckDB takes only valid UTF-8 (MySQL's error 1300, with its words).
+            bad = next(
+                (t for t in (event.query, *map(str, session.user_vars.values())) if is_invalid_string(t)), ""
+            )
+            raise ApplyError(
+                ER_INVALID_CHARACTER_STRING,
+                f"Invalid utf8mb4 character string: '{shown_invalid_bytes(bad)}' in the statement",
+            ) from None
+
+    def _run_query(self, event: Query, session: _Session, timestamp: int) -> None:
         verb = statement_verb(event.query)
         if verb in _DELIMITERS or verb == "ROLLBACK":
             # ROLLBACK TO SAVEPOINT: row format logs only what survived; a final ROLLBACK ends a
@@ -219,3 +246,28 @@ class TransactionExecutor:
                 raise ApplyError(1105, "ALTER TABLE of a temporary table is not supported by relaydeck")
             catalog[(TEMPORARY_SCHEMA, slave_name)] = model
         return catalog
+
+
+def locate_invalid_string(txn: Transaction, error: InvalidString) -> tuple[LoggedEvent, int] | None:
+    """The rows event of `txn` and the row in it (from 1) that logged the value `error` names."""
+    table_maps: dict[int, TableMap] = {}
+    for logged in txn.events:
+        event = logged.event
+        if isinstance(event, TableMap):
+            table_maps[event.table_id] = event
+            continue
+        if not isinstance(event, RowsEvent):
+            continue
+        table_map = table_maps.get(event.table_id)
+        if table_map is None or (table_map.schema, table_map.table) != (error.schema, error.table):
+            continue
+        try:
+            images = decode_rows_event(event, table_map)
+        except ValueError:
+            continue
+        for image in (images.before, images.after):
+            values = image.get(error.index) if image else None
+            for row, value in enumerate(values or ()):
+                if value == error.value or (not error.value and is_invalid_string(value)):
+                    return logged, row + 1
+    return None

@@ -54,6 +54,69 @@ ER_DUP_ENTRY = 1062
 ER_KEY_NOT_FOUND = 1032
 ER_NO_SUCH_TABLE = 1146
 ER_BAD_TABLE = 1051
+ER_TRUNCATED_WRONG_VALUE_FOR_FIELD = 1366
+ER_UNKNOWN_ERROR = 1105
+
+
+class InvalidString(ApplyError):
+    """A string whose logged bytes are not valid in its column's character set (MySQL's error 1366).
+
+    MySQL stores such bytes; DuckDB's VARCHAR holds only valid UTF-8, and storing anything else
+    (a replacement character, an escape) would make the copy differ from the source without a
+    word, so the channel stops on it instead. The decoders keep each undecodable byte as a lone
+    surrogate (surrogateescape), which is how it is recognised and shown here.
+    """
+
+    def __init__(self, schema: str, table: str, column: str, index: int, value: str) -> None:
+        self.schema, self.table, self.column, self.index, self.value = schema, table, column, index, value
+        super().__init__(
+            ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            f"Incorrect string value: '{shown_invalid_bytes(value)}' for column `{schema}`.`{table}`.`{column}`",
+        )
+
+
+def is_invalid_string(value: object) -> bool:
+    """A decoded string holding bytes its character set does not allow (kept as lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def shown_invalid_bytes(value: str, limit: int = 8) -> str:
+    """The bytes from the first invalid one, as MySQL shows them: \\xHH, printable ASCII as is."""
+    start = next((i for i, c in enumerate(value) if 0xD800 <= ord(c) <= 0xDFFF), 0)
+    raw = bytearray()
+    for char in value[start:]:
+        code = ord(char)
+        raw += bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else char.encode("utf-8", "surrogatepass")
+        if len(raw) > limit:
+            break
+    shown = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x27 else f"\\x{b:02X}" for b in raw[:limit])
+    return shown + ("..." if len(raw) > limit else "")
+
+
+def column_array(
+    values: list[Any], convert: Converter, arrow_type: pa.DataType, table: MysqlTable, index: int
+) -> pa.Array:
+    """One column's values as the Arrow array the slave takes; a value it cannot take is an apply
+    error naming the table and the column, never a bare Arrow or codec error."""
+    if convert is not None:
+        values = convert(values)
+    try:
+        return pa.array(values, type=arrow_type)
+    except UnicodeEncodeError:
+        bad = next((v for v in values if is_invalid_string(v)), "")
+        raise InvalidString(table.schema, table.name, table.columns[index].name, index, bad) from None
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+        raise ApplyError(
+            ER_UNKNOWN_ERROR,
+            f"Column `{table.schema}`.`{table.name}`.`{table.columns[index].name}` cannot hold a value "
+            f"logged for it as {arrow_type}: {str(exc).splitlines()[0]}",
+        ) from None
 
 
 def quote_ident(name: str) -> str:
@@ -133,19 +196,21 @@ def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, 
     return target_converter(info, target) or value_converter(info)
 
 
-def for_target(array: pa.Array, info: ColumnInfo, target: MysqlColumn) -> pa.Array:
+def for_target(array: pa.Array, info: ColumnInfo, table: MysqlTable, index: int) -> pa.Array:
     """A column built with value_converter, converted for the slave's definition of it."""
-    conversion = target_converter(info, target)
+    conversion = target_converter(info, table.columns[index])
     if conversion is None:
         return array
     convert, arrow_type = conversion
-    return pa.array(convert(array.to_pylist()), type=arrow_type)  # rare: ENUM numbers, charset-less text
+    return column_array(
+        array.to_pylist(), convert, arrow_type, table, index
+    )  # rare: ENUM numbers, charset-less text
 
 
-def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa.Array:
+def arrow_column(values: list[Any], info: ColumnInfo, table: MysqlTable, index: int) -> pa.Array:
     """Decoded values -> an Arrow array the slave column takes without loss."""
-    convert, arrow_type = column_converter(info, target)
-    return pa.array(convert(values) if convert else values, type=arrow_type)
+    convert, arrow_type = column_converter(info, table.columns[index])
+    return column_array(values, convert, arrow_type, table, index)
 
 
 @dataclass
@@ -361,6 +426,7 @@ class RowApplier:
 
     @staticmethod
     def _ops_table(pending: _TablePending) -> pa.Table:
+        table = pending.table
         arrays = [
             pa.array(pending.seq, type=pa.int64()),
             pa.array(pending.op, type=pa.int8()),
@@ -370,7 +436,7 @@ class RowApplier:
         for i, (values, (convert, arrow_type)) in enumerate(
             zip(pending.values, pending.converters, strict=True)
         ):
-            arrays.append(pa.array(convert(values) if convert else values, type=arrow_type))
+            arrays.append(column_array(values, convert, arrow_type, table, i))
             names.append(f"c{i}")
         return pa.Table.from_arrays(arrays, names=names)
 
@@ -439,10 +505,10 @@ class RowApplier:
         out: dict[int, Any] = {}
         for name, value in image.items():
             info = by_name[name]
-            out[info.index] = _scalar(value, info, table.columns[info.index])
+            out[info.index] = _scalar(value, info, table, info.index)
         return out
 
 
-def _scalar(value: Any, info: ColumnInfo, target: MysqlColumn) -> Any:
+def _scalar(value: Any, info: ColumnInfo, table: MysqlTable, index: int) -> Any:
     """One value for a parameterised statement, converted as arrow_column converts columns."""
-    return None if value is None else arrow_column([value], info, target)[0].as_py()
+    return None if value is None else arrow_column([value], info, table, index)[0].as_py()
