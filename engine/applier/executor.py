@@ -15,6 +15,7 @@ from ..binlog.events import Gtid, Intvar, MariaGtidEvent, Query, Rand, RowsEvent
 from ..binlog.reader import LoggedEvent
 from ..slave.database import Slave
 from ..slave.ddl import DdlTranslator
+from ..slave.names import TEMPORARY_SCHEMA
 from ..slave.rowapply import (
     ER_NO_SUCH_TABLE,
     ApplyError,
@@ -23,6 +24,7 @@ from ..slave.rowapply import (
     is_invalid_string,
     quote_ident,
     shown_invalid_bytes,
+    slave_table_ref,
     table_ref,
 )
 from ..slave.schema import Catalog
@@ -33,7 +35,6 @@ from ..transactions import Transaction, statement_verb
 # The source's temporary tables live as real tables here, one name per (session, database, table):
 # statement-format DML reads and writes them, and they outlast an applier restart like the
 # source's session did. The name is never parsed back: the catalog keeps the model under it.
-TEMPORARY_SCHEMA = "__relaydeck_tmp"
 
 
 ER_INVALID_CHARACTER_STRING = 1300
@@ -178,11 +179,12 @@ class TransactionExecutor:
             )
             statements = self.statements.translate(event.query, context, self.slave.catalog, self.slave.con)
             target = self.statements.last_target
-            if target is not None and target[0] != TEMPORARY_SCHEMA and target not in self.slave.catalog:
+            temporary = self.statements.last_target_temporary
+            if target is not None and not temporary and target not in self.slave.catalog:
                 raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{target[0]}.{target[1]}' doesn't exist")
             for sql in statements:
                 self.slave.con.execute(sql)
-            self._check_unique(target)
+            self._check_unique(target, temporary)
             return
         session_catalog = self.slave.catalog.copy()
         for (schema, name), slave_name in temporaries.items():
@@ -194,7 +196,7 @@ class TransactionExecutor:
         catalog = self._realize_temporaries(event, plan.kind, temporaries, plan.catalog)
         self.slave.save_catalog(catalog)
 
-    def _check_unique(self, key: tuple[str, str] | None) -> None:
+    def _check_unique(self, key: tuple[str, str] | None, temporary: bool) -> None:
         """MySQL would have refused a statement that duplicates a primary key (error 1062); the slave
         has no constraints (see slave/ddl.py), so the table is checked after the statement."""
         table = self.slave.catalog.get(key) if key else None
@@ -202,7 +204,8 @@ class TransactionExecutor:
             return
         keys = ", ".join(quote_ident(c) for c in table.primary_key)
         dup = self.slave.con.execute(
-            f"SELECT {keys} FROM {table_ref(table.schema, table.name)} GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
+            f"SELECT {keys} FROM {table_ref(table.schema, table.name) if temporary else slave_table_ref(table)} "
+            "GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
         ).fetchall()
         if dup:
             shown = "-".join(str(v) for v in dup[0])

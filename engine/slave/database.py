@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from .names import INTERNAL_SCHEMA, TEMPORARY_SCHEMA, mysql_database
 from .schema import Catalog
 
 if TYPE_CHECKING:
     from ..applier.prepare import RunTransaction
 
-INTERNAL_SCHEMA = "__relaydeck"
 
 CHECKPOINT_THRESHOLD = "64MB"
 _SETUP = f"""
@@ -378,10 +378,11 @@ class Slave:
         return Catalog.from_json(row[0][0]) if row else Catalog()
 
     def user_tables(self) -> list[tuple[str, str]]:
+        """(MySQL database, table) of every replicated table the slave file holds."""
         rows = self.con.execute(
             "SELECT table_schema, table_name FROM information_schema.tables "
             f"WHERE table_catalog = current_database() "
-            f"AND table_schema NOT IN ('{INTERNAL_SCHEMA}', '{INTERNAL_SCHEMA}_tmp', 'main') "
-            "AND table_type = 'BASE TABLE' ORDER BY 1, 2"
+            f"AND table_schema NOT IN ('{INTERNAL_SCHEMA}', '{TEMPORARY_SCHEMA}', 'main') "
+            "AND table_type = 'BASE TABLE'"
         ).fetchall()
-        return [(r[0], r[1]) for r in rows]
+        return sorted((mysql_database(schema), table) for schema, table in rows)

@@ -97,6 +97,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import RelaydeckError
+from .names import duckdb_schema
 from .schema import (
     Catalog,
     MysqlColumn,
@@ -1760,6 +1761,7 @@ class _Translation:
         return self.database_of(table.db or None), self.new_name(table.name)
 
     def qualified(self, schema: str, name: str) -> str:
+        schema = duckdb_schema(schema)
         parts = (
             [schema, name]
             if self.translator.duckdb_catalog is None
@@ -1772,6 +1774,7 @@ class _Translation:
         return ".".join(quote_ident(p) for p in parts)
 
     def quoted_schema(self, schema: str) -> str:
+        schema = duckdb_schema(schema)
         if self.translator.duckdb_catalog is None:
             return quote_ident(schema)
         return f"{quote_ident(self.translator.duckdb_catalog)}.{quote_ident(schema)}"

@@ -36,6 +36,7 @@ from ..binlog.columns import ColumnInfo, InvalidTemporal, RowImages
 from ..binlog.constants import ColumnType, RowsKind
 from ..errors import RelaydeckError
 from .database import unregister
+from .names import duckdb_schema
 from .schema import MysqlColumn, MysqlTable
 
 _WRITE, _DELETE = RowsKind.WRITE, RowsKind.DELETE
@@ -125,6 +126,11 @@ def quote_ident(name: str) -> str:
 
 def table_ref(schema: str, table: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(table)}"
+
+
+def slave_table_ref(table: MysqlTable) -> str:
+    """The DuckDB name of a replicated table (its database mapped by names.duckdb_schema)."""
+    return table_ref(duckdb_schema(table.schema), table.name)
 
 
 def _is_text_target(column: MysqlColumn) -> bool:
@@ -386,7 +392,7 @@ class RowApplier:
         name = "__relaydeck_reduced"
         self.con.register(name, reduced)
         try:
-            target = table_ref(table.schema, table.name)
+            target = slave_table_ref(table)
             key_names = [quote_ident(table.columns[i].name) for i in key_positions]
             join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
             delete = f"DELETE FROM {target} AS t USING {name} AS o WHERE {join}"
@@ -465,7 +471,7 @@ class RowApplier:
 
     def _apply_row_by_row(self, images: RowImages, table: MysqlTable) -> None:
         """MySQL's own way for tables without a key and for partial images: match the before image."""
-        target = table_ref(table.schema, table.name)
+        target = slave_table_ref(table)
         names = [c.name for c in table.columns]
         rows = images.rows()
         infos = images.columns

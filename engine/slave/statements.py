@@ -23,6 +23,7 @@ import sqlglot.dialects.duckdb  # noqa: F401 - loaded now, not by the first stat
 from sqlglot import exp
 
 from .ddl import UntranslatableStatement
+from .names import TEMPORARY_SCHEMA, duckdb_schema, mysql_database
 from .schema import Catalog, MysqlTable
 
 _RAND_MAX = 0x3FFFFFFF
@@ -79,6 +80,7 @@ class StatementTranslator:
     """MySQL DML -> DuckDB statements for the slave."""
 
     last_target: tuple[str, str] | None = None  # the table the last translated statement changes
+    last_target_temporary = False  # ... is a source session's temporary table
 
     def translate(self, sql: str, ctx: SessionContext, catalog: Catalog, con: object = None) -> list[str]:
         """DuckDB statements reproducing `sql`; `con` reads the slave where rows must be enumerated."""
@@ -93,7 +95,8 @@ class StatementTranslator:
         self._check_supported(sql, tree)
         self._qualify_tables(tree, ctx)
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
+        self.last_target = (mysql_database(target.db), target.name) if isinstance(target, exp.Table) else None
+        self.last_target_temporary = isinstance(target, exp.Table) and target.db == TEMPORARY_SCHEMA
         self._substitute_session(sql, tree, ctx)
         rand = MysqlRand(*ctx.rand_seeds) if ctx.rand_seeds else None
         rand_nodes = list(tree.find_all(exp.Rand))
@@ -140,8 +143,9 @@ class StatementTranslator:
             if temp is not None:
                 table.set("db", exp.to_identifier(temp[0]))
                 table.set("this", exp.to_identifier(temp[1]))
-            elif db is None and ctx.default_db:
-                table.set("db", exp.to_identifier(ctx.default_db))
+            elif db or ctx.default_db:
+                # from here on the tree names DuckDB schemas; catalog lookups map them back
+                table.set("db", exp.to_identifier(duckdb_schema(db or ctx.default_db)))
 
     @staticmethod
     def _substitute_session(sql: str, tree: exp.Expression, ctx: SessionContext) -> None:
@@ -177,7 +181,11 @@ class StatementTranslator:
     ) -> str:
         target = tree.this
         table_expr = target.this if isinstance(target, exp.Schema) else target
-        table = catalog.get((table_expr.db, table_expr.name)) if isinstance(table_expr, exp.Table) else None
+        table = (
+            catalog.get((mysql_database(table_expr.db), table_expr.name))
+            if isinstance(table_expr, exp.Table)
+            else None
+        )
         columns = [c.name for c in target.expressions] if isinstance(target, exp.Schema) else None
         source = tree.expression
         auto = next((c for c in table.columns if c.auto_increment), None) if table else None
@@ -260,7 +268,7 @@ class StatementTranslator:
         if not isinstance(tree, exp.Update) or con is None:
             raise UntranslatableStatement(sql, "RAND() in a statement over several rows")
         table_expr = tree.this
-        table: MysqlTable | None = catalog.get((table_expr.db, table_expr.name))
+        table: MysqlTable | None = catalog.get((mysql_database(table_expr.db), table_expr.name))
         if table is None or not table.primary_key:
             raise UntranslatableStatement(sql, "RAND() in UPDATE of a table without a primary key")
         keys = [exp.column(k) for k in table.primary_key]
