@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import duckdb
 import watchfiles
 
 from .applier.controls import StartControls
@@ -29,7 +30,6 @@ from .applier.single import (
     ChannelError,
     CommitCallback,
     Until,
-    apply_error_text,
 )
 from .errors import RelaydeckError, RelayIndexError
 from .gc_tuning import relax_garbage_collector
@@ -214,22 +214,30 @@ class ChannelRun:
         except RelaydeckError as exc:
             self._failed(exc, exc.errno if isinstance(exc, ChannelError) else 1594)
         except Exception as exc:  # not while applying a transaction (those are located there)
-            self._failed(self._unlocated_error(exc), ER_UNKNOWN_ERROR)
+            self._failed(self._unlocated_error(exc, session), ER_UNKNOWN_ERROR)
         finally:
             session.close()
 
-    def _unlocated_error(self, exc: Exception) -> ChannelError:
-        """One line for a failure outside any transaction: where the channel stood when it came."""
-        errno, message = apply_error_text(exc)
-        live, position = self.live, None
-        if live.relay_file is not None:
-            position = f"{live.relay_file}:{live.relay_pos}"
-        elif self.applier is not None and self.applier.progress.relay_log_file is not None:
-            progress = self.applier.progress
+    def _unlocated_error(self, exc: Exception, session: Slave) -> ChannelError:
+        """One line for a failure outside any transaction (those name theirs): what it was, and
+        where the channel stood when it came."""
+        first_line = (str(exc).splitlines() or [""])[0]
+        if isinstance(exc, duckdb.Error):
+            message = f"DuckDB: {first_line}"
+        else:
+            message = f"the channel stopped on an unexpected {type(exc).__name__}: {first_line}"
+        progress = self.applier.progress if self.applier is not None else None
+        if progress is None:
+            try:
+                progress = session.progress(self.spec.name)
+            except duckdb.Error:
+                progress = None  # the slave itself failing: the message says so
+        position = None
+        if self.live.relay_file is not None:
+            position = f"{self.live.relay_file}:{self.live.relay_pos}"
+        elif progress is not None and progress.relay_log_file is not None:
             position = f"{progress.relay_log_file}:{progress.relay_log_pos}"
-        return ChannelError(
-            self.spec.name, errno, f"stopped after the last applied transaction: {message}", None, position
-        )
+        return ChannelError(self.spec.name, ER_UNKNOWN_ERROR, message, None, position)
 
     def _failed(self, error: RelaydeckError, errno: int) -> None:
         self.outcome.error = error

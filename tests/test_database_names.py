@@ -5,7 +5,7 @@ ambiguous), `pg_catalog` and `information_schema` (DuckDB's system catalog takes
 relaydeck's own `__relaydeck` / `__relaydeck_tmp` become DuckDB schemas with a `~` in front, as
 does a name that starts with `~` itself. Each case is a relay log written here: the database
 created, a table in it filled by row events and by statements, read back under its MySQL name and
-under its DuckDB name; then `DROP DATABASE __relaydeck` drops the user's database and nothing of
+under its DuckDB name (in a slave file named like one of the databases: `shop.duckdb`); then `DROP DATABASE __relaydeck` drops the user's database and nothing of
 relaydeck's own bookkeeping.
 """
 
@@ -44,7 +44,7 @@ NAMES = {
     "pg_catalog": "~pg_catalog",
     "information_schema": "~information_schema",
     "~main": "~~main",
-    "shop": "shop",
+    "shop": "shop",  # the slave file's own name (shop.duckdb): DuckDB's catalog of that name
 }
 
 
@@ -139,7 +139,7 @@ def replayed(tmp_path_factory) -> tuple[Path, Path, Path]:
     for db in NAMES:
         write_workload(log, db)
     index = log.close()
-    slave, repo = folder / "s.duckdb", folder / "r.sqlite"
+    slave, repo = folder / "shop.duckdb", folder / "r.sqlite"
     (outcome,) = Replay(slave, repo, [ChannelSpec("c1", index)]).run()
     assert outcome.error is None, outcome.error and outcome.error.one_line()
     return slave, repo, index
@@ -164,7 +164,8 @@ def test_each_database_is_the_documented_duckdb_schema(replayed, db):
     con = duckdb.connect(str(slave_path), read_only=True)
     try:
         schema = NAMES[db].replace('"', '""')
-        assert con.execute(f'SELECT id, v FROM "{schema}".t ORDER BY id').fetchall() == EXPECTED_ROWS
+        # catalog.schema.table: `shop`.t alone would be ambiguous in shop.duckdb
+        assert con.execute(f'SELECT id, v FROM shop."{schema}".t ORDER BY id').fetchall() == EXPECTED_ROWS
     finally:
         con.close()
 

@@ -4,9 +4,11 @@ repository says so (Last_SQL_Errno / Last_SQL_Error)."""
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 import uuid
+import zlib
 from pathlib import Path
 
 import duckdb
@@ -213,3 +215,59 @@ def test_an_unexpected_failure_stops_the_channel_at_its_transaction_with_one_loc
     assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b"), (10, "x")]
     row = status_of(tmp_path / "r.sqlite")
     assert row["last_error_number"] == 1105 and row["transactions_applied"] == 5
+
+
+def test_a_statement_holding_bytes_invalid_in_utf8_stops_with_error_1300_at_its_transaction(tmp_path):
+    # MySQL's statement would store the bytes; DuckDB takes only valid UTF-8 (README, differences).
+    index = write_relay_log(
+        tmp_path / "relay",
+        [*SETUP, ("INSERT INTO t VALUES (3, 'XX')", False), ("INSERT INTO t VALUES (4, 'd')", False)],
+    )
+    relay_file = next(p for p in sorted(index.parent.glob("relay-bin.0*")) if b"'XX'" in p.read_bytes())
+    data = bytearray(relay_file.read_bytes())
+    at = data.index(b"'XX'") + 1
+    data[at : at + 2] = b"\xc0\xc0"
+    # the Query event holding it gets its CRC32 again: only the statement's bytes are wrong
+    start = max(p for p in _event_starts(bytes(data)) if p < at)
+    size = struct.unpack_from("<I", data, start + 9)[0]
+    struct.pack_into("<I", data, start + size - 4, zlib.crc32(data[start : start + size - 4]))
+    relay_file.write_bytes(bytes(data))
+    run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert "Error 1300" in run.stderr and "Invalid utf8mb4 character string: '\\xC0\\xC0" in run.stderr
+    assert f"GTID {GTID}:5 (relay log {relay_file.name}:" in run.stderr
+    assert "internal error" not in run.stderr and "surrogate" not in run.stderr
+    assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")]
+
+
+def _event_starts(data: bytes) -> list[int]:
+    pos, starts = 4, []
+    while pos + 19 <= len(data):
+        starts.append(pos)
+        pos += struct.unpack_from("<I", data, pos + 9)[0]
+    return starts
+
+
+def test_an_unexpected_failure_outside_any_transaction_names_where_the_channel_stood(tmp_path, monkeypatch):
+    # Not while applying a transaction (here: the recovery step at START), so none to name: the
+    # error still says what happened and the relay-log position the channel had reached.
+    from engine import replay as replay_module
+    from engine.replay import ChannelSpec, Replay
+    from engine.slave.database import Slave
+
+    index = write_relay_log(tmp_path / "relay", SETUP)
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    assert replay_until_table_exists(index, slave, repo).returncode == 0
+    check = Slave(slave)
+    progress = check.progress("c1")
+    check.close()
+
+    def flooded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("flooded cellar")
+
+    monkeypatch.setattr(replay_module, "fill_gaps", flooded)
+    (outcome,) = Replay(slave, repo, [ChannelSpec("c1", index)]).run()
+    line = outcome.error.one_line()
+    assert "internal error" not in line and "RuntimeError: flooded cellar" in line
+    assert f"(relay log {progress.relay_log_file}:{progress.relay_log_pos})" in line
+    assert status_of(repo)["last_error_number"] == 1105

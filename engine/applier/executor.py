@@ -84,9 +84,9 @@ class TransactionExecutor:
 
     def __init__(self, slave: Slave, strict: bool = True) -> None:
         self.slave = slave
-        self.rows = RowApplier(slave.con, strict=strict)
-        self.ddl = DdlTranslator()
-        self.statements = StatementTranslator()
+        self.rows = RowApplier(slave.con, strict=strict, catalog=slave.duckdb_catalog)
+        self.ddl = DdlTranslator(duckdb_catalog=slave.duckdb_catalog)
+        self.statements = StatementTranslator(duckdb_catalog=slave.duckdb_catalog)
         self._table_maps: dict[int, TableMap] = {}
 
     def apply(self, txn: Transaction, decoded: Mapping[int, RowImages] | None = None) -> None:
@@ -139,25 +139,19 @@ class TransactionExecutor:
         self.rows.add(images, table)
 
     def _query(self, event: Query, session: _Session, timestamp: int) -> None:
-        try:
-            self._run_query(event, session, timestamp)
-        except UnicodeEncodeError:
-            # The statement (or a user variable it reads) holds bytes its character set does not
-            # allow: DuckDB takes only valid UTF-8 (MySQL's error 1300, with its words).
-            bad = next(
-                (t for t in (event.query, *map(str, session.user_vars.values())) if is_invalid_string(t)), ""
-            )
-            raise ApplyError(
-                ER_INVALID_CHARACTER_STRING,
-                f"Invalid utf8mb4 character string: '{shown_invalid_bytes(bad)}' in the statement",
-            ) from None
-
-    def _run_query(self, event: Query, session: _Session, timestamp: int) -> None:
         verb = statement_verb(event.query)
         if verb in _DELIMITERS or verb == "ROLLBACK":
             # ROLLBACK TO SAVEPOINT: row format logs only what survived; a final ROLLBACK ends a
             # group whose logged changes were to non-transactional tables and did happen.
             return
+        # Bytes the statement's character set does not allow (in it, or in a user variable it
+        # reads): DuckDB takes only valid UTF-8. MySQL's error 1300, with its words.
+        bad = next((t for t in (event.query, *session.user_vars.values()) if is_invalid_string(t)), None)
+        if bad is not None:
+            raise ApplyError(
+                ER_INVALID_CHARACTER_STRING,
+                f"Invalid utf8mb4 character string: '{shown_invalid_bytes(bad)}' in the statement",
+            )
         self.rows.flush()  # statements see every row change logged before them
         database = event.database or None
         temporaries = self._session_temporaries(event.thread_id)
@@ -204,7 +198,7 @@ class TransactionExecutor:
             return
         keys = ", ".join(quote_ident(c) for c in table.primary_key)
         dup = self.slave.con.execute(
-            f"SELECT {keys} FROM {table_ref(table.schema, table.name) if temporary else slave_table_ref(table)} "
+            f"SELECT {keys} FROM {table_ref(table.schema, table.name) if temporary else slave_table_ref(table, self.slave.duckdb_catalog)} "
             "GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
         ).fetchall()
         if dup:

@@ -107,6 +107,9 @@ class _SharedDatabase:
             # MariaDB capture (four alternating pairs); a restart replays at most that much WAL.
             self.con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
         self.catalog = Catalog()
+        # The file's catalog name (its stem): every replicated table is named with it, since a
+        # database of that name would otherwise be ambiguous to DuckDB (catalog or schema?).
+        self.duckdb_catalog: str = self.con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
         # Definitions change one transaction at a time across channels: the catalog is one row,
         # and two channels rewriting it at once would conflict in DuckDB.
         self.ddl_lock = threading.RLock()
@@ -139,6 +142,11 @@ class Slave:
     @property
     def catalog(self) -> Catalog:
         return self._db.catalog
+
+    @property
+    def duckdb_catalog(self) -> str:
+        """The DuckDB catalog (the attached database) the replicated tables are in."""
+        return self._db.duckdb_catalog
 
     def close(self) -> None:
         if self._owns:

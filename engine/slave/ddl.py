@@ -2094,7 +2094,9 @@ class _Translation:
             raise _Fail(f"database `{name}` is not in the catalog")
         self.touched.extend(t.key for t in self.catalog.tables_in(name))
         self.catalog.remove_database(name)
-        self.statements.append(f"DROP SCHEMA IF EXISTS {self.quoted_schema(name)} CASCADE")
+        # One part: DuckDB finds "catalog"."schema" ambiguous in DROP SCHEMA whenever a schema is
+        # named like the catalog, and a one-part name is a schema of the current catalog.
+        self.statements.append(f"DROP SCHEMA IF EXISTS {quote_ident(duckdb_schema(name))} CASCADE")
         return self.plan("drop_database")
 
     def drop_tables(self, tree: exp.Expression) -> DdlPlan:

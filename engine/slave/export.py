@@ -80,7 +80,7 @@ def export_csv(slave: Slave, table: MysqlTable) -> str:
     names = [c.name for c in table.columns]
     order = table.primary_key or tuple(names)
     rows = slave.con.execute(
-        f"SELECT {', '.join(quote_ident(n) for n in names)} FROM {slave_table_ref(table)} "
+        f"SELECT {', '.join(quote_ident(n) for n in names)} FROM {slave_table_ref(table, slave.duckdb_catalog)} "
         f"ORDER BY {', '.join(quote_ident(n) for n in order)}"
     ).fetchall()
     lines = [",".join(csv_field(n) for n in names)]

@@ -128,9 +128,11 @@ def table_ref(schema: str, table: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(table)}"
 
 
-def slave_table_ref(table: MysqlTable) -> str:
-    """The DuckDB name of a replicated table (its database mapped by names.duckdb_schema)."""
-    return table_ref(duckdb_schema(table.schema), table.name)
+def slave_table_ref(table: MysqlTable, catalog: str | None = None) -> str:
+    """The DuckDB name of a replicated table (its database mapped by names.duckdb_schema), in
+    `catalog` when given (a database named like the slave file is otherwise ambiguous)."""
+    ref = table_ref(duckdb_schema(table.schema), table.name)
+    return ref if catalog is None else f"{quote_ident(catalog)}.{ref}"
 
 
 def _is_text_target(column: MysqlColumn) -> bool:
@@ -309,9 +311,13 @@ def _python_found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> p
 class RowApplier:
     """Collects row changes of a batch per table and applies their net effect set-based."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, strict: bool = True) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, strict: bool = True, catalog: str | None = None
+    ) -> None:
+        """catalog: the DuckDB catalog the tables are named in (Slave.duckdb_catalog)."""
         self.con = con
         self.strict = strict
+        self.catalog = catalog
         self._pending: dict[tuple[str, str], _TablePending] = {}
         self._seq = 0
         self.rows_applied = 0
@@ -392,7 +398,7 @@ class RowApplier:
         name = "__relaydeck_reduced"
         self.con.register(name, reduced)
         try:
-            target = slave_table_ref(table)
+            target = slave_table_ref(table, self.catalog)
             key_names = [quote_ident(table.columns[i].name) for i in key_positions]
             join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
             delete = f"DELETE FROM {target} AS t USING {name} AS o WHERE {join}"
@@ -471,7 +477,7 @@ class RowApplier:
 
     def _apply_row_by_row(self, images: RowImages, table: MysqlTable) -> None:
         """MySQL's own way for tables without a key and for partial images: match the before image."""
-        target = slave_table_ref(table)
+        target = slave_table_ref(table, self.catalog)
         names = [c.name for c in table.columns]
         rows = images.rows()
         infos = images.columns

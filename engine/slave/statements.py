@@ -82,6 +82,10 @@ class StatementTranslator:
     last_target: tuple[str, str] | None = None  # the table the last translated statement changes
     last_target_temporary = False  # ... is a source session's temporary table
 
+    def __init__(self, duckdb_catalog: str | None = None) -> None:
+        """duckdb_catalog: name every replicated table in this DuckDB catalog (Slave.duckdb_catalog)."""
+        self.duckdb_catalog = duckdb_catalog
+
     def translate(self, sql: str, ctx: SessionContext, catalog: Catalog, con: object = None) -> list[str]:
         """DuckDB statements reproducing `sql`; `con` reads the slave where rows must be enumerated."""
         try:
@@ -93,7 +97,7 @@ class StatementTranslator:
         if not isinstance(tree, exp.Insert | exp.Update | exp.Delete):
             raise UntranslatableStatement(sql, f"not a DML statement ({type(tree).__name__})")
         self._check_supported(sql, tree)
-        self._qualify_tables(tree, ctx)
+        self._qualify_tables(tree, ctx, self.duckdb_catalog)
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         self.last_target = (mysql_database(target.db), target.name) if isinstance(target, exp.Table) else None
         self.last_target_temporary = isinstance(target, exp.Table) and target.db == TEMPORARY_SCHEMA
@@ -132,7 +136,7 @@ class StatementTranslator:
             raise UntranslatableStatement(sql, "no table")
 
     @staticmethod
-    def _qualify_tables(tree: exp.Expression, ctx: SessionContext) -> None:
+    def _qualify_tables(tree: exp.Expression, ctx: SessionContext, duckdb_catalog: str | None) -> None:
         cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
         for table in tree.find_all(exp.Table):
             name = table.name
@@ -146,6 +150,14 @@ class StatementTranslator:
             elif db or ctx.default_db:
                 # from here on the tree names DuckDB schemas; catalog lookups map them back
                 table.set("db", exp.to_identifier(duckdb_schema(db or ctx.default_db)))
+            else:
+                continue
+            if duckdb_catalog is not None:
+                table.set("catalog", exp.to_identifier(duckdb_catalog))
+        for column in tree.find_all(exp.Column):
+            db = column.args.get("db")
+            if db is not None and column.args.get("catalog") is None:
+                column.set("db", exp.to_identifier(duckdb_schema(db.name)))
 
     @staticmethod
     def _substitute_session(sql: str, tree: exp.Expression, ctx: SessionContext) -> None:
