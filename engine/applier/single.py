@@ -500,18 +500,21 @@ class ChannelApplier:
         # right before it and the error names it (and the rollback frees the DDL lock other
         # channels may wait on).
         try:
-            self._apply_and_commit(batch)
-        except Exception as exc:
-            self._rollback()
-            if len(batch) == 1:
-                raise self._channel_error(batch[0], exc) from None
-            for txn in batch:
-                try:
-                    self._apply_and_commit([txn])
-                except Exception as single:
-                    self._rollback()
-                    raise self._channel_error(txn, single) from None
-        except BaseException:
+            try:
+                self._apply_and_commit(batch)
+            except Exception as exc:
+                self._rollback()
+                if len(batch) == 1:
+                    raise self._channel_error(batch[0], exc) from None
+                for txn in batch:
+                    try:
+                        self._apply_and_commit([txn])
+                    except Exception as single:
+                        self._rollback()
+                        raise self._channel_error(txn, single) from None
+        except ChannelError:
+            raise
+        except BaseException:  # KeyboardInterrupt and the like: still no DDL lock kept
             self._rollback()
             raise
 
