@@ -4,6 +4,7 @@ repository says so (Last_SQL_Errno / Last_SQL_Error)."""
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -271,3 +272,26 @@ def test_an_unexpected_failure_outside_any_transaction_names_where_the_channel_s
     assert "internal error" not in line and "RuntimeError: flooded cellar" in line
     assert f"(relay log {progress.relay_log_file}:{progress.relay_log_pos})" in line
     assert status_of(repo)["last_error_number"] == 1105
+
+
+def test_a_row_image_that_does_not_decode_stops_with_error_1594_naming_the_rows_event(tmp_path):
+    # The reader frames the event (its CRC32 holds); its row image, cut 3 bytes short, fails only
+    # when applied: the error names the rows event, in the binlog's terms.
+    from .conftest import MULTISOURCE
+    from .test_bad_input import PYTHON_PHRASING, WRITE_ROWS_V1, first_of, raw_events, shortened
+
+    relay = tmp_path / "relay"
+    shutil.copytree(MULTISOURCE / "relay", relay)
+    path = relay / "relay-bin-m2.000002"
+    data = path.read_bytes()
+    victim = first_of(raw_events(data)[0], WRITE_ROWS_V1)
+    path.write_bytes(shortened(data, victim, 3))
+    run = subprocess.run(
+        replay_argv(tmp_path / "s.duckdb", tmp_path / "r.sqlite", f"m2={relay / 'relay-bin-m2.index'}"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert "Error 1594" in run.stderr and f"rows event at relay-bin-m2.000002:{victim.pos}: " in run.stderr
+    assert not PYTHON_PHRASING.search(run.stderr.split("Error 1594", 1)[1]), run.stderr

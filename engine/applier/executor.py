@@ -98,7 +98,7 @@ class TransactionExecutor:
             if kind is TableMap:
                 self._table_maps[event.table_id] = event
             elif kind is RowsEvent:
-                self._rows(event, decoded.get(index) if decoded else None)
+                self._rows(event, decoded.get(index) if decoded else None, logged)
             elif kind is Query and event.query == "BEGIN":
                 session = _Session()  # what _query does for it, without parsing the statement
             elif isinstance(event, Query):
@@ -107,7 +107,7 @@ class TransactionExecutor:
             elif isinstance(event, TableMap):
                 self._table_maps[event.table_id] = event
             elif isinstance(event, RowsEvent):
-                self._rows(event, decoded.get(index) if decoded else None)
+                self._rows(event, decoded.get(index) if decoded else None, logged)
             elif isinstance(event, UserVar):
                 session.user_vars[event.name.lower()] = event.value
             elif isinstance(event, Intvar):
@@ -124,7 +124,7 @@ class TransactionExecutor:
     def discard(self) -> None:
         self.rows.discard()
 
-    def _rows(self, event: RowsEvent, images: RowImages | None) -> None:
+    def _rows(self, event: RowsEvent, images: RowImages | None, logged: LoggedEvent) -> None:
         table_map = self._table_maps.get(event.table_id)
         if table_map is None:
             raise ApplyError(1593, f"rows event for table_id {event.table_id} has no table map before it")
@@ -135,7 +135,9 @@ class TransactionExecutor:
             try:
                 images = decode_rows_event(event, table_map)
             except ValueError as exc:
-                raise ApplyError(1594, f"Relay log read failure: {exc}") from None
+                raise ApplyError(
+                    1594, f"Relay log read failure in the rows event at {logged.log_name}:{logged.pos}: {exc}"
+                ) from None
         self.rows.add(images, table)
 
     def _query(self, event: Query, session: _Session, timestamp: int) -> None:
