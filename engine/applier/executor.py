@@ -32,14 +32,12 @@ from ..slave.statements import SessionContext, StatementTranslator
 from ..slave.types import duckdb_type
 from ..transactions import Transaction, statement_verb
 
-# The source's temporary tables live as real tables here, one name per (session, database, table):
-# statement-format DML reads and writes them, and they outlast an applier restart like the
-# source's session did. The name is never parsed back: the catalog keeps the model under it.
-
-
 ER_INVALID_CHARACTER_STRING = 1300
 
 
+# The source's temporary tables live as real tables in TEMPORARY_SCHEMA, one name per (session,
+# database, table): statement-format DML reads and writes them, and they outlast an applier restart
+# like the source's session did. The name is never parsed back: the catalog keeps the model under it.
 def temporary_name(thread_id: int, schema: str, name: str) -> str:
     return f"{thread_id}/{schema}/{name}"
 
@@ -199,9 +197,13 @@ class TransactionExecutor:
         if table is None or not table.primary_key:
             return
         keys = ", ".join(quote_ident(c) for c in table.primary_key)
+        ref = (
+            table_ref(table.schema, table.name)
+            if temporary
+            else slave_table_ref(table, self.slave.duckdb_catalog)
+        )
         dup = self.slave.con.execute(
-            f"SELECT {keys} FROM {table_ref(table.schema, table.name) if temporary else slave_table_ref(table, self.slave.duckdb_catalog)} "
-            "GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
+            f"SELECT {keys} FROM {ref} GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
         ).fetchall()
         if dup:
             shown = "-".join(str(v) for v in dup[0])
