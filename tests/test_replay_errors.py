@@ -295,3 +295,26 @@ def test_a_row_image_that_does_not_decode_stops_with_error_1594_naming_the_rows_
     assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
     assert "Error 1594" in run.stderr and f"rows event at relay-bin-m2.000002:{victim.pos}: " in run.stderr
     assert not PYTHON_PHRASING.search(run.stderr.split("Error 1594", 1)[1]), run.stderr
+
+
+def test_duckdb_refusing_a_row_event_names_the_table_and_the_transaction(tmp_path):
+    # The slave's table changed by hand (v now INTEGER): DuckDB refuses the row event's 'a'.
+    from engine.binlog.constants import EventType
+
+    from .test_database_names import _Log, table_of
+
+    log = _Log(tmp_path / "relay")
+    log.ddl("CREATE DATABASE shop")
+    log.ddl("CREATE TABLE shop.t (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", "shop")
+    log.rows(table_of("shop"), EventType.WRITE_ROWS, [(1, "a")])
+    index = log.close()
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    gtid = str(uuid.UUID(int=11))
+    assert replay(index, slave, repo, "--until-gtid", f"{gtid}:1-2").returncode == 0
+    con = duckdb.connect(str(slave))
+    con.execute("ALTER TABLE shop.t ALTER v TYPE INTEGER")
+    con.close()
+    run = replay(index, slave, repo)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert f"Error 1105 in transaction GTID {gtid}:3 (relay log " in run.stderr
+    assert "Could not execute row event on table shop.t; DuckDB: Conversion Error" in run.stderr

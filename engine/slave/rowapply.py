@@ -120,6 +120,14 @@ def column_array(
         ) from None
 
 
+def row_event_error(table: MysqlTable, exc: duckdb.Error) -> ApplyError:
+    """DuckDB refusing a table's row changes (a slave table changed by hand, say), with the table."""
+    return ApplyError(
+        ER_UNKNOWN_ERROR,
+        f"Could not execute row event on table {table.schema}.{table.name}; DuckDB: {str(exc).splitlines()[0]}",
+    )
+
+
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -335,7 +343,12 @@ class RowApplier:
         full = self._full_images(images)
         if not table.primary_key or not full:
             self.flush_table(key)
-            self._apply_row_by_row(images, table)
+            try:
+                self._apply_row_by_row(images, table)
+            except duckdb.TransactionException:
+                raise
+            except duckdb.Error as exc:
+                raise row_event_error(table, exc) from None
             return
         pending = self._pending.get(key)
         if pending is None:
@@ -413,6 +426,10 @@ class RowApplier:
                 f"INSERT INTO {target} ({columns}) SELECT {values} FROM {name} WHERE op = 1 "
                 f"ORDER BY {', '.join(keys)}"
             )
+        except duckdb.TransactionException:
+            raise  # a conflict between writers: the parallel applier retries it
+        except duckdb.Error as exc:
+            raise row_event_error(table, exc) from None
         finally:
             unregister(self.con, name)
         self.rows_applied += rows
