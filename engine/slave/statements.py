@@ -23,7 +23,8 @@ import sqlglot.dialects.duckdb  # noqa: F401 - loaded now, not by the first stat
 from sqlglot import exp
 
 from .ddl import UntranslatableStatement
-from .names import TEMPORARY_SCHEMA, duckdb_schema, mysql_database
+from .guard import check_statement, replicated_schemas
+from .names import duckdb_schema
 from .schema import Catalog, MysqlTable
 
 _RAND_MAX = 0x3FFFFFFF
@@ -81,6 +82,8 @@ class StatementTranslator:
 
     last_target: tuple[str, str] | None = None  # the table the last translated statement changes
     last_target_temporary = False  # ... is a source session's temporary table
+    _schemas: frozenset[str] = frozenset()  # where the statement being translated may read and write
+    _temporary: tuple[tuple[str, str], ...] = ()  # its session's temporary tables, (schema, name)
 
     def __init__(self, duckdb_catalog: str | None = None) -> None:
         """duckdb_catalog: name every replicated table in this DuckDB catalog (Slave.duckdb_catalog)."""
@@ -97,11 +100,14 @@ class StatementTranslator:
         if not isinstance(tree, exp.Insert | exp.Update | exp.Delete):
             raise UntranslatableStatement(sql, f"not a DML statement ({type(tree).__name__})")
         self._check_supported(sql, tree)
-        self._qualify_tables(tree, ctx, self.duckdb_catalog)
+        self._qualify_tables(tree, ctx)
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        self.last_target = (mysql_database(target.db), target.name) if isinstance(target, exp.Table) else None
-        self.last_target_temporary = isinstance(target, exp.Table) and target.db == TEMPORARY_SCHEMA
+        self._schemas = replicated_schemas(catalog)
+        self._temporary = tuple(ctx.temporary_tables.values())
+        self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
+        self.last_target_temporary = self.last_target in self._temporary
         self._substitute_session(sql, tree, ctx)
+        self._guard(sql, tree)
         rand = MysqlRand(*ctx.rand_seeds) if ctx.rand_seeds else None
         rand_nodes = list(tree.find_all(exp.Rand))
         if rand_nodes and rand is None:
@@ -110,7 +116,36 @@ class StatementTranslator:
             return [self._insert(sql, tree, ctx, catalog, rand)]
         if rand_nodes:
             return list(self._per_row_with_rand(sql, tree, catalog, rand, con))  # type: ignore[arg-type]
-        return [self._limited(sql, tree).sql(dialect="duckdb", identify=True)]
+        return [self._duckdb_sql(sql, self._limited(sql, tree))]
+
+    # -- the allow-list -----------------------------------------------------------------------
+
+    def _guard(self, sql: str, tree: exp.Expression) -> None:
+        """Refuse what no MySQL statement could mean (slave/guard.py) before DuckDB sees any of it."""
+        check_statement(sql, tree, self._schemas, self._temporary)
+
+    def _duckdb_sql(self, sql: str, tree: exp.Expression) -> str:
+        """The DuckDB text of a translated tree, checked once more after the rewriting."""
+        self._guard(sql, tree)
+        return self._slave_names(tree).sql(dialect="duckdb", identify=True)
+
+    def _slave_names(self, tree: exp.Expression) -> exp.Expression:
+        """The tree with MySQL's database names replaced by the slave's (names.duckdb_schema, in
+        the slave's catalog): done last, so that everything before sees MySQL's names."""
+        tree = tree.copy()
+        temporary = set(self._temporary)
+        for table in tree.find_all(exp.Table):
+            if not table.db:
+                continue  # a CTE
+            if (table.db, table.name) not in temporary:
+                table.set("db", exp.to_identifier(duckdb_schema(table.db)))
+            if self.duckdb_catalog is not None:
+                table.set("catalog", exp.to_identifier(self.duckdb_catalog))
+        for column in tree.find_all(exp.Column):
+            db = column.args.get("db")
+            if db is not None:
+                column.set("db", exp.to_identifier(duckdb_schema(db.name)))
+        return tree
 
     # -- transforms --------------------------------------------------------------------------
 
@@ -136,7 +171,7 @@ class StatementTranslator:
             raise UntranslatableStatement(sql, "no table")
 
     @staticmethod
-    def _qualify_tables(tree: exp.Expression, ctx: SessionContext, duckdb_catalog: str | None) -> None:
+    def _qualify_tables(tree: exp.Expression, ctx: SessionContext) -> None:
         cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
         for table in tree.find_all(exp.Table):
             name = table.name
@@ -147,17 +182,8 @@ class StatementTranslator:
             if temp is not None:
                 table.set("db", exp.to_identifier(temp[0]))
                 table.set("this", exp.to_identifier(temp[1]))
-            elif db or ctx.default_db:
-                # from here on the tree names DuckDB schemas; catalog lookups map them back
-                table.set("db", exp.to_identifier(duckdb_schema(db or ctx.default_db)))
-            else:
-                continue
-            if duckdb_catalog is not None:
-                table.set("catalog", exp.to_identifier(duckdb_catalog))
-        for column in tree.find_all(exp.Column):
-            db = column.args.get("db")
-            if db is not None and column.args.get("catalog") is None:
-                column.set("db", exp.to_identifier(duckdb_schema(db.name)))
+            elif db is None and ctx.default_db:
+                table.set("db", exp.to_identifier(ctx.default_db))
 
     @staticmethod
     def _substitute_session(sql: str, tree: exp.Expression, ctx: SessionContext) -> None:
@@ -193,11 +219,7 @@ class StatementTranslator:
     ) -> str:
         target = tree.this
         table_expr = target.this if isinstance(target, exp.Schema) else target
-        table = (
-            catalog.get((mysql_database(table_expr.db), table_expr.name))
-            if isinstance(table_expr, exp.Table)
-            else None
-        )
+        table = catalog.get((table_expr.db, table_expr.name)) if isinstance(table_expr, exp.Table) else None
         columns = [c.name for c in target.expressions] if isinstance(target, exp.Schema) else None
         source = tree.expression
         auto = next((c for c in table.columns if c.auto_increment), None) if table else None
@@ -249,7 +271,7 @@ class StatementTranslator:
                 outer = outer.order_by("__rn")
                 tree.set("expression", outer)
                 target.append("expressions", exp.to_identifier(auto.name))
-        return tree.sql(dialect="duckdb", identify=True)
+        return self._duckdb_sql(sql, tree)
 
     @staticmethod
     def _limited(sql: str, tree: exp.Update | exp.Delete) -> exp.Expression:
@@ -280,7 +302,7 @@ class StatementTranslator:
         if not isinstance(tree, exp.Update) or con is None:
             raise UntranslatableStatement(sql, "RAND() in a statement over several rows")
         table_expr = tree.this
-        table: MysqlTable | None = catalog.get((mysql_database(table_expr.db), table_expr.name))
+        table: MysqlTable | None = catalog.get((table_expr.db, table_expr.name))
         if table is None or not table.primary_key:
             raise UntranslatableStatement(sql, "RAND() in UPDATE of a table without a primary key")
         keys = [exp.column(k) for k in table.primary_key]
@@ -291,7 +313,7 @@ class StatementTranslator:
         select = select.order_by(*[k.copy() for k in keys])
         if tree.args.get("limit") is not None:
             select.set("limit", tree.args["limit"].copy())
-        rows = con.execute(select.sql(dialect="duckdb", identify=True)).fetchall()  # type: ignore[attr-defined]
+        rows = con.execute(self._duckdb_sql(sql, select)).fetchall()  # type: ignore[attr-defined]
         for row in rows:
             single = tree.copy()
             single.set("limit", None)
@@ -305,7 +327,7 @@ class StatementTranslator:
                 ]
             )
             single.set("where", exp.Where(this=match))
-            yield single.sql(dialect="duckdb", identify=True)
+            yield self._duckdb_sql(sql, single)
 
 
 def _timestamp_literal(ts: float) -> exp.Expression:
