@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import duckdb
+
 from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
 from .applier.prepare import PreparedRun, RunTransaction
@@ -214,15 +216,31 @@ class ChannelRun:
             live.state = "OFF"
         except RelaydeckError as exc:
             self._failed(exc, exc.errno if isinstance(exc, ChannelError) else 1594)
-        except Exception as exc:  # a defect, not bad input: still one line, and the channel stops
-            self._failed(
-                ChannelError(
-                    spec.name, ER_UNKNOWN_ERROR, f"internal error: {type(exc).__name__}: {exc}", None, None
-                ),
-                ER_UNKNOWN_ERROR,
-            )
+        except Exception as exc:  # not while applying a transaction (those are located there)
+            self._failed(self._unlocated_error(exc, session), ER_UNKNOWN_ERROR)
         finally:
             session.close()
+
+    def _unlocated_error(self, exc: Exception, session: Slave) -> ChannelError:
+        """One line for a failure outside any transaction (those name theirs): what it was, and
+        where the channel stood when it came."""
+        first_line = (str(exc).splitlines() or [""])[0]
+        if isinstance(exc, duckdb.Error):
+            message = f"DuckDB: {first_line}"
+        else:
+            message = f"the channel stopped on an unexpected {type(exc).__name__}: {first_line}"
+        progress = self.applier.progress if self.applier is not None else None
+        if progress is None:
+            try:
+                progress = session.progress(self.spec.name)
+            except duckdb.Error:
+                progress = None  # the slave itself failing: the message says so
+        position = None
+        if self.live.relay_file is not None:
+            position = f"{self.live.relay_file}:{self.live.relay_pos}"
+        elif progress is not None and progress.relay_log_file is not None:
+            position = f"{progress.relay_log_file}:{progress.relay_log_pos}"
+        return ChannelError(self.spec.name, ER_UNKNOWN_ERROR, message, None, position)
 
     def _failed(self, error: RelaydeckError, errno: int) -> None:
         self.outcome.error = error

@@ -12,6 +12,7 @@ from relaydeck's own output.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -549,3 +550,82 @@ def test_statement_bytes_that_are_not_utf8_do_not_crash_the_output(
         assert_one_line_error(run, path, ev.pos)
     else:
         assert f"\t{ev.pos}\tQuery\t" in run.stdout
+
+
+# ---------------------------------------------------------------------------
+# Decoder messages speak of the binlog, never of Python
+# ---------------------------------------------------------------------------
+
+# Python's own words for a short buffer or a bad index, and a negative count of bytes left
+PYTHON_PHRASING = re.compile(
+    r"unpack|requires a buffer|index out of range|out of range for|only -?\d+ left|-\d+ left|codec|"
+    r"NoneType|object|argument|subscriptable|Error\b|Traceback"
+)
+MARIADB_GTID, MARIADB_GTID_LIST, MARIADB_CHECKPOINT = 162, 163, 161
+
+
+def shortened(data: bytes, ev: RawEvent, by: int) -> bytes:
+    """The event's body `by` bytes shorter (its length and CRC32 made to agree), the rest after it."""
+    body_end = ev.end - 4
+    event = bytearray(data[ev.pos : body_end - by])
+    struct.pack_into("<I", event, 9, len(event) + 4)
+    event += struct.pack("<I", zlib.crc32(event))
+    return data[: ev.pos] + bytes(event) + data[ev.end :]
+
+
+def events_stderr(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`relaydeck events --rows PATH` in this process: exit code and stderr."""
+    from console.cli import main
+
+    code = main(["events", "--rows", str(path)], out=io.StringIO())
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "type_code",
+    [QUERY, TABLE_MAP, WRITE_ROWS_V1, XID, MARIADB_GTID, MARIADB_GTID_LIST, MARIADB_CHECKPOINT],
+    ids=["query", "table_map", "rows", "xid", "gtid", "gtid_list", "checkpoint"],
+)
+def test_a_shortened_event_is_reported_in_the_binlogs_terms_not_pythons(
+    tmp_path: Path, m2_bytes: bytes, m2_events: list[RawEvent], type_code: int, capsys
+) -> None:
+    ev = first_of(m2_events, type_code)
+    body = ev.size - HEADER_LEN - 4
+    messages = set()
+    for by in sorted({1, 2, 3, 4, 5, 7, 8, 9, 13, body // 2, body - 1, body} - {0}):
+        path = write(tmp_path, shortened(m2_bytes, ev, min(by, body)))
+        code, err = events_stderr(path, capsys)
+        if code == 0:
+            continue  # a shorter body can still be a valid one (a statement or a row cut short)
+        assert err.count("\n") == 1 and f"{path.name} at position {ev.pos}: " in err, err
+        assert not PYTHON_PHRASING.search(err), err
+        messages.add(err)
+    assert messages, "no shortening of the event was found bad"
+
+
+def test_a_field_past_the_end_says_how_many_bytes_it_needs_where_and_how_many_there_are() -> None:
+    from engine.binlog.primitives import failure_text, need
+
+    with pytest.raises(struct.error) as short:
+        struct.unpack_from("<I", b"\0" * 10, 8)
+    assert failure_text(short.value) == "event truncated: needs 4 bytes at offset 8 for a field, has 2"
+    with pytest.raises(IndexError) as index:
+        b"abc"[7]  # noqa: B018
+    assert failure_text(index.value, 3) == "event truncated: a field runs past the end of the 3-byte body"
+    with pytest.raises(
+        ValueError, match=r"^event truncated: needs 4 bytes at offset 9 for a DECIMAL value, has 0$"
+    ):
+        need(b"abcdef", 9, 4, "a DECIMAL value")  # past the end already: never "-3 left"
+    with pytest.raises(ValueError, match="negative length"):
+        need(b"abcdef", 2, -1, "a string")
+
+
+def test_a_row_image_cut_inside_a_value_names_the_event_without_pythons_words(
+    tmp_path: Path, m2_bytes: bytes, m2_events: list[RawEvent]
+) -> None:
+    # As a DBA sees it: a rows event whose last row stops inside its values, read with --rows.
+    ev = pick(m2_events, "rows")
+    path = write(tmp_path, shortened(m2_bytes, ev, 3))
+    line = assert_one_line_error(run_events("--rows", path), path, ev.pos)
+    assert not PYTHON_PHRASING.search(line), line
+    assert "malformed" in line or "truncated" in line

@@ -167,11 +167,14 @@ def test_an_unexpected_worker_exception_stops_the_channel_instead_of_hanging(tmp
 
     summary = generate("oltp", 45, tmp_path / "relay", size_mb=1)
     real_apply = executor_module.TransactionExecutor.apply
-    calls = {"n": 0}
+    calls = {"n": 0, "failing": None}
 
     def flaky_apply(self, txn, decoded=None):  # type: ignore[no-untyped-def]
+        # the 60th transaction applied fails, and again whenever it is applied
         calls["n"] += 1
         if calls["n"] == 60:
+            calls["failing"] = txn.start
+        if txn.start == calls["failing"]:
             raise TypeError("simulated defect")
         return real_apply(self, txn, decoded)
 
@@ -181,5 +184,7 @@ def test_an_unexpected_worker_exception_stops_the_channel_instead_of_hanging(tmp
         tmp_path / "slave.duckdb", None, [ChannelSpec("", summary.index_file)], parallel=options
     ).run()
     assert outcome.error is not None
-    assert "internal error: TypeError: simulated defect" in outcome.error.one_line()
+    line = outcome.error.one_line()
+    assert "internal error" not in line and "TypeError: simulated defect" in line
+    assert f"(relay log {calls['failing']})" in line
     assert "worker " in outcome.error.one_line()

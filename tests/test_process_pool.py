@@ -570,3 +570,23 @@ def test_a_scanned_run_arrow_refuses_is_read_again_and_handed_back_as_read(monke
         _same_items(fast, prepare_segment(copy.deepcopy(segment), 25, fast_path=False))
         handed_back += sum(isinstance(i, Transaction) for i in fast.items)
     assert handed_back > 100
+
+
+def _prepare_failing_on_segment_2(segment, run_length):  # type: ignore[no-untyped-def]
+    """prepare_segment, with a defect in the third segment's process (module level: pickled)."""
+    if segment.number == 2:
+        raise RuntimeError("a defect in the worker process")
+    return prepare_segment(segment, run_length)
+
+
+def test_a_segment_whose_process_fails_is_read_the_ordinary_way_and_applied_exactly(tmp_path, monkeypatch):
+    # Not bad input (that hands over at its position): the process itself failed. The applier
+    # reads from that segment's start on, and the tables are still exactly the source's.
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
+    monkeypatch.setattr(processes, "prepare_segment", _prepare_failing_on_segment_2)
+    m2 = [spec for spec in CHANNELS if spec.name == "m2"]
+    (outcome,) = Replay(tmp_path / "pool.duckdb", None, m2, parallel=POOL).run()
+    assert outcome.error is None, outcome.error and outcome.error.one_line()
+    assert outcome.stats.prepared_runs > 0  # the segments before it came prepared
+    expected = {k: v for k, v in expected_tables().items() if k[0] == "shop"}
+    assert_tables_equal(tmp_path / "pool.duckdb", expected, {"shop"})

@@ -4,9 +4,12 @@ repository says so (Last_SQL_Errno / Last_SQL_Error)."""
 from __future__ import annotations
 
 import json
+import shutil
+import struct
 import subprocess
 import sys
 import uuid
+import zlib
 from pathlib import Path
 
 import duckdb
@@ -182,11 +185,13 @@ def test_an_error_in_a_batch_committed_behind_the_reader_names_that_transaction(
     assert status_of(tmp_path / "r.sqlite")["transactions_applied"] == failing - 1
 
 
-def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_transactions(
+def test_an_unexpected_failure_stops_the_channel_at_its_transaction_with_one_located_line(
     tmp_path, monkeypatch
 ):
-    # A defect (here: the executor failing on the third row transaction) must not escape the
-    # channel's thread as a traceback: the channel reports error 1105 and stops at a whole commit.
+    # A defect (here: the executor failing on one transaction, whenever it is applied) must not
+    # escape the channel's thread as a traceback nor as an "internal error" naming nothing: the
+    # batch holding it is narrowed down like an apply error, the channel stops right before that
+    # transaction and the error names it and its relay-log position.
     from engine.applier.executor import TransactionExecutor
     from engine.replay import ChannelSpec, Replay
 
@@ -194,11 +199,9 @@ def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_tra
         tmp_path / "relay", [*SETUP, *[(f"INSERT INTO t VALUES ({10 + i}, 'x')", False) for i in range(5)]]
     )
     apply = TransactionExecutor.apply
-    calls = {"n": 0}
 
     def failing(self, txn, decoded=None):
-        calls["n"] += 1
-        if calls["n"] == 5:
+        if txn.gtid == f"{GTID}:6":
             raise RuntimeError("worn-out bearing")
         return apply(self, txn, decoded)
 
@@ -206,8 +209,112 @@ def test_an_internal_failure_stops_the_channel_with_one_line_and_keeps_whole_tra
     outcomes = Replay(tmp_path / "s.duckdb", tmp_path / "r.sqlite", [ChannelSpec("c1", index)]).run()
     error = outcomes[0].error
     assert error is not None and error.errno == 1105
-    assert "internal error: RuntimeError: worn-out bearing" in error.one_line()
-    # the two DDL statements committed alone; the batch holding the failure is rolled back whole
-    assert table_rows(tmp_path / "s.duckdb") == []
+    line = error.one_line()
+    assert "internal error" not in line and "RuntimeError: worn-out bearing" in line
+    assert f"in transaction GTID {GTID}:6 (relay log relay-bin.0000" in line
+    # every transaction before the failing one is applied, nothing of it or after it
+    assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b"), (10, "x")]
     row = status_of(tmp_path / "r.sqlite")
-    assert row["last_error_number"] == 1105 and row["transactions_applied"] == 2
+    assert row["last_error_number"] == 1105 and row["transactions_applied"] == 5
+
+
+def test_a_statement_holding_bytes_invalid_in_utf8_stops_with_error_1300_at_its_transaction(tmp_path):
+    # MySQL's statement would store the bytes; DuckDB takes only valid UTF-8 (README, differences).
+    index = write_relay_log(
+        tmp_path / "relay",
+        [*SETUP, ("INSERT INTO t VALUES (3, 'XX')", False), ("INSERT INTO t VALUES (4, 'd')", False)],
+    )
+    relay_file = next(p for p in sorted(index.parent.glob("relay-bin.0*")) if b"'XX'" in p.read_bytes())
+    data = bytearray(relay_file.read_bytes())
+    at = data.index(b"'XX'") + 1
+    data[at : at + 2] = b"\xc0\xc0"
+    # the Query event holding it gets its CRC32 again: only the statement's bytes are wrong
+    start = max(p for p in _event_starts(bytes(data)) if p < at)
+    size = struct.unpack_from("<I", data, start + 9)[0]
+    struct.pack_into("<I", data, start + size - 4, zlib.crc32(data[start : start + size - 4]))
+    relay_file.write_bytes(bytes(data))
+    run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert "Error 1300" in run.stderr and "Invalid utf8mb4 character string: '\\xC0\\xC0" in run.stderr
+    assert f"GTID {GTID}:5 (relay log {relay_file.name}:" in run.stderr
+    assert "internal error" not in run.stderr and "surrogate" not in run.stderr
+    assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")]
+
+
+def _event_starts(data: bytes) -> list[int]:
+    pos, starts = 4, []
+    while pos + 19 <= len(data):
+        starts.append(pos)
+        pos += struct.unpack_from("<I", data, pos + 9)[0]
+    return starts
+
+
+def test_an_unexpected_failure_outside_any_transaction_names_where_the_channel_stood(tmp_path, monkeypatch):
+    # Not while applying a transaction (here: the recovery step at START), so none to name: the
+    # error still says what happened and the relay-log position the channel had reached.
+    from engine import replay as replay_module
+    from engine.replay import ChannelSpec, Replay
+    from engine.slave.database import Slave
+
+    index = write_relay_log(tmp_path / "relay", SETUP)
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    assert replay_until_table_exists(index, slave, repo).returncode == 0
+    check = Slave(slave)
+    progress = check.progress("c1")
+    check.close()
+
+    def flooded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("flooded cellar")
+
+    monkeypatch.setattr(replay_module, "fill_gaps", flooded)
+    (outcome,) = Replay(slave, repo, [ChannelSpec("c1", index)]).run()
+    line = outcome.error.one_line()
+    assert "internal error" not in line and "RuntimeError: flooded cellar" in line
+    assert f"(relay log {progress.relay_log_file}:{progress.relay_log_pos})" in line
+    assert status_of(repo)["last_error_number"] == 1105
+
+
+def test_a_row_image_that_does_not_decode_stops_with_error_1594_naming_the_rows_event(tmp_path):
+    # The reader frames the event (its CRC32 holds); its row image, cut 3 bytes short, fails only
+    # when applied: the error names the rows event, in the binlog's terms.
+    from .conftest import MULTISOURCE
+    from .test_bad_input import PYTHON_PHRASING, WRITE_ROWS_V1, first_of, raw_events, shortened
+
+    relay = tmp_path / "relay"
+    shutil.copytree(MULTISOURCE / "relay", relay)
+    path = relay / "relay-bin-m2.000002"
+    data = path.read_bytes()
+    victim = first_of(raw_events(data)[0], WRITE_ROWS_V1)
+    path.write_bytes(shortened(data, victim, 3))
+    run = subprocess.run(
+        replay_argv(tmp_path / "s.duckdb", tmp_path / "r.sqlite", f"m2={relay / 'relay-bin-m2.index'}"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert "Error 1594" in run.stderr and f"rows event at relay-bin-m2.000002:{victim.pos}: " in run.stderr
+    assert not PYTHON_PHRASING.search(run.stderr.split("Error 1594", 1)[1]), run.stderr
+
+
+def test_duckdb_refusing_a_row_event_names_the_table_and_the_transaction(tmp_path):
+    # The slave's table changed by hand (v now INTEGER): DuckDB refuses the row event's 'a'.
+    from engine.binlog.constants import EventType
+
+    from .test_database_names import _Log, table_of
+
+    log = _Log(tmp_path / "relay")
+    log.ddl("CREATE DATABASE shop")
+    log.ddl("CREATE TABLE shop.t (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", "shop")
+    log.rows(table_of("shop"), EventType.WRITE_ROWS, [(1, "a")])
+    index = log.close()
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    gtid = str(uuid.UUID(int=11))
+    assert replay(index, slave, repo, "--until-gtid", f"{gtid}:1-2").returncode == 0
+    con = duckdb.connect(str(slave))
+    con.execute("ALTER TABLE shop.t ALTER v TYPE INTEGER")
+    con.close()
+    run = replay(index, slave, repo)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert f"Error 1105 in transaction GTID {gtid}:3 (relay log " in run.stderr
+    assert "Could not execute row event on table shop.t; DuckDB: Conversion Error" in run.stderr

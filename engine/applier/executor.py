@@ -13,8 +13,20 @@ from typing import TYPE_CHECKING
 from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.constants import INTVAR_INSERT_ID, INTVAR_LAST_INSERT_ID
 from ..binlog.events import Gtid, Intvar, MariaGtidEvent, Query, Rand, RowsEvent, TableMap, UserVar, Xid
+from ..binlog.reader import LoggedEvent
 from ..slave.database import Slave
-from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ident, table_ref
+from ..slave.names import TEMPORARY_SCHEMA
+from ..slave.rowapply import (
+    ER_NO_SUCH_TABLE,
+    ApplyError,
+    InvalidString,
+    RowApplier,
+    is_invalid_string,
+    quote_ident,
+    shown_invalid_bytes,
+    slave_table_ref,
+    table_ref,
+)
 from ..slave.schema import Catalog
 from ..slave.types import duckdb_type
 from ..transactions import Transaction, TransactionPart, statement_verb
@@ -23,12 +35,12 @@ if TYPE_CHECKING:
     from ..slave.ddl import DdlTranslator
     from ..slave.statements import StatementTranslator
 
-# The source's temporary tables live as real tables here, one name per (session, database, table):
-# statement-format DML reads and writes them, and they outlast an applier restart like the
-# source's session did. The name is never parsed back: the catalog keeps the model under it.
-TEMPORARY_SCHEMA = "__relaydeck_tmp"
+ER_INVALID_CHARACTER_STRING = 1300
 
 
+# The source's temporary tables live as real tables in TEMPORARY_SCHEMA, one name per (session,
+# database, table): statement-format DML reads and writes them, and they outlast an applier restart
+# like the source's session did. The name is never parsed back: the catalog keeps the model under it.
 def temporary_name(thread_id: int, schema: str, name: str) -> str:
     return f"{thread_id}/{schema}/{name}"
 
@@ -77,7 +89,7 @@ class TransactionExecutor:
         self.slave = slave
         self.flush_bytes = flush_bytes
         self._pending_bytes = 0
-        self.rows = RowApplier(slave.con, strict=strict)
+        self.rows = RowApplier(slave.con, strict=strict, catalog=slave.duckdb_catalog)
         self._ddl: DdlTranslator | None = None
         self._statements: StatementTranslator | None = None
         self._table_maps: dict[int, TableMap] = {}
@@ -94,7 +106,7 @@ class TransactionExecutor:
             if kind is TableMap:
                 self._table_maps[event.table_id] = event
             elif kind is RowsEvent:
-                self._rows(event, decoded.get(index) if decoded else None)
+                self._rows(event, decoded.get(index) if decoded else None, logged)
                 if self.flush_bytes is not None:
                     self._pending_bytes += logged.end_pos - logged.pos
                     if self._pending_bytes >= self.flush_bytes:
@@ -107,7 +119,7 @@ class TransactionExecutor:
             elif isinstance(event, TableMap):
                 self._table_maps[event.table_id] = event
             elif isinstance(event, RowsEvent):
-                self._rows(event, decoded.get(index) if decoded else None)
+                self._rows(event, decoded.get(index) if decoded else None, logged)
             elif isinstance(event, UserVar):
                 session.user_vars[event.name.lower()] = event.value
             elif isinstance(event, Intvar):
@@ -124,7 +136,7 @@ class TransactionExecutor:
         if self._ddl is None:
             from ..slave.ddl import DdlTranslator
 
-            self._ddl = DdlTranslator()
+            self._ddl = DdlTranslator(duckdb_catalog=self.slave.duckdb_catalog)
         return self._ddl
 
     @property
@@ -132,7 +144,7 @@ class TransactionExecutor:
         if self._statements is None:
             from ..slave.statements import StatementTranslator
 
-            self._statements = StatementTranslator()
+            self._statements = StatementTranslator(duckdb_catalog=self.slave.duckdb_catalog)
         return self._statements
 
     def flush(self) -> None:
@@ -143,7 +155,7 @@ class TransactionExecutor:
         self._pending_bytes = 0
         self.rows.discard()
 
-    def _rows(self, event: RowsEvent, images: RowImages | None) -> None:
+    def _rows(self, event: RowsEvent, images: RowImages | None, logged: LoggedEvent) -> None:
         table_map = self._table_maps.get(event.table_id)
         if table_map is None:
             raise ApplyError(1593, f"rows event for table_id {event.table_id} has no table map before it")
@@ -154,7 +166,9 @@ class TransactionExecutor:
             try:
                 images = decode_rows_event(event, table_map)
             except ValueError as exc:
-                raise ApplyError(1594, f"Relay log read failure: {exc}") from None
+                raise ApplyError(
+                    1594, f"Relay log read failure in the rows event at {logged.log_name}:{logged.pos}: {exc}"
+                ) from None
         self.rows.add(images, table)
 
     def _query(self, event: Query, session: _Session, timestamp: int) -> None:
@@ -163,6 +177,14 @@ class TransactionExecutor:
             # ROLLBACK TO SAVEPOINT: row format logs only what survived; a final ROLLBACK ends a
             # group whose logged changes were to non-transactional tables and did happen.
             return
+        # Bytes the statement's character set does not allow (in it, or in a user variable it
+        # reads): DuckDB takes only valid UTF-8. MySQL's error 1300, with its words.
+        bad = next((t for t in (event.query, *session.user_vars.values()) if is_invalid_string(t)), None)
+        if bad is not None:
+            raise ApplyError(
+                ER_INVALID_CHARACTER_STRING,
+                f"Invalid utf8mb4 character string: '{shown_invalid_bytes(bad)}' in the statement",
+            )
         self.rows.flush()  # statements see every row change logged before them
         database = event.database or None
         temporaries = self._session_temporaries(event.thread_id)
@@ -186,11 +208,12 @@ class TransactionExecutor:
             )
             statements = self.statements.translate(event.query, context, self.slave.catalog, self.slave.con)
             target = self.statements.last_target
-            if target is not None and target[0] != TEMPORARY_SCHEMA and target not in self.slave.catalog:
+            temporary = self.statements.last_target_temporary
+            if target is not None and not temporary and target not in self.slave.catalog:
                 raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{target[0]}.{target[1]}' doesn't exist")
             for sql in statements:
                 self.slave.con.execute(sql)
-            self._check_unique(target)
+            self._check_unique(target, temporary)
             return
         session_catalog = self.slave.catalog.copy()
         for (schema, name), slave_name in temporaries.items():
@@ -202,15 +225,20 @@ class TransactionExecutor:
         catalog = self._realize_temporaries(event, plan.kind, temporaries, plan.catalog)
         self.slave.save_catalog(catalog)
 
-    def _check_unique(self, key: tuple[str, str] | None) -> None:
+    def _check_unique(self, key: tuple[str, str] | None, temporary: bool) -> None:
         """MySQL would have refused a statement that duplicates a primary key (error 1062); the slave
         has no constraints (see slave/ddl.py), so the table is checked after the statement."""
         table = self.slave.catalog.get(key) if key else None
         if table is None or not table.primary_key:
             return
         keys = ", ".join(quote_ident(c) for c in table.primary_key)
+        ref = (
+            table_ref(table.schema, table.name)
+            if temporary
+            else slave_table_ref(table, self.slave.duckdb_catalog)
+        )
         dup = self.slave.con.execute(
-            f"SELECT {keys} FROM {table_ref(table.schema, table.name)} GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
+            f"SELECT {keys} FROM {ref} GROUP BY ALL HAVING count(*) > 1 LIMIT 1"
         ).fetchall()
         if dup:
             shown = "-".join(str(v) for v in dup[0])
@@ -254,3 +282,30 @@ class TransactionExecutor:
                 raise ApplyError(1105, "ALTER TABLE of a temporary table is not supported by relaydeck")
             catalog[(TEMPORARY_SCHEMA, slave_name)] = model
         return catalog
+
+
+def locate_invalid_string(
+    txn: Transaction | TransactionPart, error: InvalidString
+) -> tuple[LoggedEvent, int] | None:
+    """The rows event of `txn` and the row in it (from 1) that logged the value `error` names."""
+    table_maps: dict[int, TableMap] = {}
+    for logged in txn.events:
+        event = logged.event
+        if isinstance(event, TableMap):
+            table_maps[event.table_id] = event
+            continue
+        if not isinstance(event, RowsEvent):
+            continue
+        table_map = table_maps.get(event.table_id)
+        if table_map is None or (table_map.schema, table_map.table) != (error.schema, error.table):
+            continue
+        try:
+            images = decode_rows_event(event, table_map)
+        except ValueError:
+            continue
+        for image in (images.before, images.after):
+            values = image.get(error.index) if image else None
+            for row, value in enumerate(values or ()):
+                if value == error.value or (not error.value and is_invalid_string(value)):
+                    return logged, row + 1
+    return None

@@ -47,7 +47,6 @@ from ..transactions import Transaction
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 from .single import (
-    _APPLY_ERRORS,
     ER_UNKNOWN_ERROR,
     AnyEvent,
     ApplyStats,
@@ -58,9 +57,9 @@ from .single import (
     ProgressCallback,
     Until,
     _read_chunks,
-    apply_error_text,
     incident_error,
     progress_after,
+    transaction_error,
 )
 
 PARALLEL_TYPES = ("database", "logical_clock", "writeset")
@@ -620,14 +619,7 @@ class ParallelApplier:
                 except Exception as exc:  # a defect must stop the channel, not hang it
                     self._rollback(session, executor)
                     job = batch[0]
-                    error = ChannelError(
-                        self.channel,
-                        ER_UNKNOWN_ERROR,
-                        f"internal error: {type(exc).__name__}: {exc}",
-                        job.txn.describe(),
-                        str(job.txn.start),
-                    )
-                    raise _JobFailed(job, error) from exc
+                    raise _JobFailed(job, transaction_error(self.channel, job.txn, exc)) from exc
             except _Abort:
                 self._release(batch)
                 break
@@ -804,7 +796,7 @@ class ParallelApplier:
             except _Abort:
                 self._rollback(session, executor)
                 raise
-            except _APPLY_ERRORS as exc:
+            except Exception as exc:  # a defect too: narrowed down to its transaction like an apply error
                 self._rollback(session, executor)
                 if _is_conflict(exc) and attempts < CONFLICT_RETRIES:
                     # Two writers met on a row; the schedulers should prevent it: retry, not fail.
@@ -814,9 +806,7 @@ class ParallelApplier:
                     continue
                 if len(batch) == 1:
                     job = batch[0]
-                    errno, message = apply_error_text(exc)
-                    error = ChannelError(self.channel, errno, message, job.txn.describe(), str(job.txn.start))
-                    raise _JobFailed(job, error) from None
+                    raise _JobFailed(job, transaction_error(self.channel, job.txn, exc)) from None
                 for job in batch:
                     self._execute(worker, session, executor, [job])
                 return

@@ -583,6 +583,6 @@ def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:
     """A run's operations on one table with its columns converted for the slave's definitions."""
     data = ops.ops
     arrays = data.columns[:3]
-    for i, (info, target) in enumerate(zip(ops.columns, table.columns, strict=True)):
-        arrays.append(for_target(data.column(3 + i), info, target))
+    for i, info in enumerate(ops.columns):
+        arrays.append(for_target(data.column(3 + i), info, table, i))
     return pa.Table.from_arrays(arrays, names=data.column_names)

@@ -26,6 +26,7 @@ from concurrent.futures import Future
 
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment, plan_segments
+from ..transactions import Position
 from .prepare import PreparedSegment, prepare_segment
 
 # Transactions per segment: enough that a segment's DuckDB statements and commit are a small
@@ -84,9 +85,10 @@ def prepared_chunks(
     can apply their runs together.
 
     read_on(file, pos): the ordinary reader from a position; a segment that met bad input hands
-    over to it there, so the error is reported exactly as the ordinary reader reports it.
+    over to it there, so the error is reported exactly as the ordinary reader reports it. So does
+    a segment whose process failed otherwise: what it held is read and applied the ordinary way.
     """
-    in_flight: deque[Future[PreparedSegment]] = deque()
+    in_flight: deque[tuple[Segment, Future[PreparedSegment]]] = deque()
     # a short first segment: the applier has nothing to do until one is prepared
     first = max(1, pool.segment_transactions // FIRST_SEGMENT_FRACTION)
     segment_bytes = pool.segment_bytes
@@ -108,26 +110,36 @@ def prepared_chunks(
             if segment is None:
                 planned = False
             else:
-                in_flight.append(pool.submit(segment))
+                in_flight.append((segment, pool.submit(segment)))
+
+    def taken() -> PreparedSegment | Position:
+        """The oldest segment prepared, or where it starts if its process failed."""
+        segment, future = in_flight.popleft()
+        try:
+            return future.result()
+        except Exception:  # a defect or a lost process, not bad input (that comes as resume_at)
+            return Position(segment.files[0].name, segment.start_pos)
 
     try:
         refill()
         while in_flight:
-            ready = [in_flight.popleft().result()]
-            while in_flight and in_flight[0].done():
-                ready.append(in_flight.popleft().result())
+            ready = [taken()]
+            while in_flight and in_flight[0][1].done() and isinstance(ready[-1], PreparedSegment):
+                ready.append(taken())
             # before the applier takes this chunk, not after: the workers keep busy meanwhile
             refill()
             items: list[object] = []
             for prepared in ready:
-                items.extend(prepared.items)
-                if prepared.resume_at is not None:
-                    # bad input in this segment: the ordinary reader goes on from where it stopped
+                resume_at = prepared if isinstance(prepared, Position) else prepared.resume_at
+                if isinstance(prepared, PreparedSegment):
+                    items.extend(prepared.items)
+                if resume_at is not None:
+                    # the ordinary reader goes on from there: it reports bad input as it always does
                     yield items
-                    yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)
+                    yield from read_on(resume_at.log_name, resume_at.pos)
                     return
             yield items
     finally:
-        for future in in_flight:
+        for _, future in in_flight:
             future.cancel()
         segments.close()

@@ -278,7 +278,7 @@ def fill_gaps(slave: Slave, channel: str, logs: RelayLogSet, batch_size: int = 1
 
 def _apply_gaps(slave: Slave, channel: str, executor, gaps: list[tuple[int, Transaction]]) -> None:  # type: ignore[no-untyped-def]
     from .executor import is_structural
-    from .single import _APPLY_ERRORS, ChannelError, apply_error_text
+    from .single import transaction_error
 
     if not gaps:
         return
@@ -289,16 +289,14 @@ def _apply_gaps(slave: Slave, channel: str, executor, gaps: list[tuple[int, Tran
         executor.flush()
         slave.record_commits([_record(channel, ordinal, txn) for ordinal, txn in gaps])
         slave.commit()
-    except _APPLY_ERRORS as exc:
+    except Exception as exc:  # narrowed down to its transaction, whatever it is
         slave.rollback()
         executor.discard()
         if len(gaps) > 1:
             for gap in gaps:
                 _apply_gaps(slave, channel, executor, [gap])
             return
-        txn = gaps[0][1]
-        errno, message = apply_error_text(exc)
-        raise ChannelError(channel, errno, message, txn.describe(), str(txn.start)) from None
+        raise transaction_error(channel, gaps[0][1], exc) from None
 
 
 def _record(channel: str, ordinal: int, txn: Transaction) -> CommitRecord:

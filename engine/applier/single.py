@@ -28,17 +28,16 @@ from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
-from ..slave.rowapply import ApplyError
+from ..slave.rowapply import ApplyError, InvalidString
 from ..slave.untranslatable import UntranslatableStatement
 from ..transactions import Incomplete, Transaction, TransactionAssembler, TransactionPart
 from .budget import DEFAULT_BUDGET, ByteBudget
 from .controls import StartControls
-from .executor import TransactionExecutor, is_structural
+from .executor import TransactionExecutor, is_structural, locate_invalid_string
 from .prepare import PreparedRun, can_follow, for_slave, merge_runs
 from .processes import SegmentPool, prepared_chunks
 
 ER_UNKNOWN_ERROR = 1105
-_APPLY_ERRORS = (ApplyError, UntranslatableStatement, duckdb.Error)
 ER_INCIDENT = 1590
 _SWITCH_INTERVAL_S = 0.001
 
@@ -508,7 +507,7 @@ class ChannelApplier:
             self.slave.record_progress(progress)
             self.slave.record_run(self.channel, first, run.transactions)
             self.slave.commit()
-        except _APPLY_ERRORS:
+        except Exception:
             self._rollback()
             return False
         except BaseException:
@@ -582,6 +581,9 @@ class ChannelApplier:
         """Apply and commit a batch as one DuckDB transaction; on failure, narrow down to the culprit."""
         if not batch:
             return
+        # Any failure, a defect included, is narrowed down to its transaction: the channel stops
+        # right before it and the error names it (and the rollback frees the DDL lock other
+        # channels may wait on).
         try:
             self._apply_batch(batch)
         finally:
@@ -591,20 +593,19 @@ class ChannelApplier:
         try:
             try:
                 self._apply_and_commit(batch)
-            except _APPLY_ERRORS as exc:
+            except Exception as exc:
                 self._rollback()
                 if len(batch) == 1:
                     raise self._channel_error(batch[0], exc) from None
                 for txn in batch:
                     try:
                         self._apply_and_commit([txn])
-                    except _APPLY_ERRORS as single:
+                    except Exception as single:
                         self._rollback()
                         raise self._channel_error(txn, single) from None
         except ChannelError:
             raise
-        except BaseException:
-            # A defect: the channel stops, but it must not keep the DDL lock other channels wait on.
+        except BaseException:  # KeyboardInterrupt and the like: still no DDL lock kept
             self._rollback()
             raise
 
@@ -621,7 +622,7 @@ class ChannelApplier:
                 try:
                     self.executor.apply(part)
                     self.executor.flush()
-                except _APPLY_ERRORS as exc:
+                except Exception as exc:  # a defect too: located like an apply error
                     self._abandon_stream()
                     raise self._channel_error(part, exc) from None
         finally:
@@ -638,7 +639,7 @@ class ChannelApplier:
                 self._scheduled.add(txn.gtid)
             try:
                 self._apply_and_commit([txn], begun=True)
-            except _APPLY_ERRORS as exc:
+            except Exception as exc:  # a defect too: located like an apply error
                 self._rollback()
                 raise self._channel_error(txn, exc) from None
             except BaseException:
@@ -697,8 +698,7 @@ class ChannelApplier:
         self.executor.discard()
 
     def _channel_error(self, txn: Transaction | TransactionPart, exc: Exception) -> ChannelError:
-        errno, message = apply_error_text(exc)
-        return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))
+        return transaction_error(self.channel, txn, exc)
 
 
 def progress_after(
@@ -728,13 +728,34 @@ def incident_error(channel: str, logged: LoggedEvent) -> ChannelError:
     )
 
 
-def apply_error_text(exc: Exception) -> tuple[int, str]:
-    """MySQL error number and message for an error applying a transaction."""
+def apply_error_text(exc: Exception, txn: Transaction | TransactionPart | None = None) -> tuple[int, str]:
+    """MySQL error number and message for an error applying a transaction (`txn`, where known,
+    lets a value's error name the rows event and row that logged it)."""
+    if isinstance(exc, InvalidString):
+        found = locate_invalid_string(txn, exc) if txn is not None else None
+        if found is None:
+            return exc.errno, exc.message
+        logged, row = found
+        return exc.errno, f"{exc.message} at row {row} of the rows event at {logged.log_name}:{logged.pos}"
     if isinstance(exc, ApplyError):
         return exc.errno, exc.message
     if isinstance(exc, UntranslatableStatement):
         return exc.errno, exc.one_line()
-    return ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
+    if isinstance(exc, RelaydeckError):
+        return ER_UNKNOWN_ERROR, exc.one_line()
+    if isinstance(exc, duckdb.Error):
+        return ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
+    # Not an error of the input nor of DuckDB: still located by the caller, and named by its kind
+    # so that it can be reported.
+    first_line = (str(exc).splitlines() or [""])[0]
+    return ER_UNKNOWN_ERROR, f"the transaction could not be applied ({type(exc).__name__}: {first_line})"
+
+
+def transaction_error(channel: str, txn: Transaction | TransactionPart, exc: Exception) -> ChannelError:
+    """The error that stops a channel on `txn`: MySQL's number and words, the transaction, and
+    where it starts in the relay log."""
+    errno, message = apply_error_text(exc, txn)
+    return ChannelError(channel, errno, message, txn.describe(), str(txn.start))
 
 
 def gtid_set_text(text: str) -> str:

@@ -69,6 +69,7 @@ def events(binlog, state, Py_ssize_t start, Py_ssize_t end, bint partial_tail_ok
     (
         LoggedEvent, EventHeader, decoders, event_type_name, BinlogError, ChecksumMismatch,
         TruncatedEvent, UnknownEvent, IgnoredEvent, Rotate, TransactionPayload, decode_errors,
+        failure_text,
     ) = kit
     cdef Frame f
     cdef Py_ssize_t pos, next_pos, body_end
@@ -139,7 +140,9 @@ def events(binlog, state, Py_ssize_t start, Py_ssize_t end, bint partial_tail_ok
         try:
             event = decoder(header, body, context)
         except decode_errors as exc:
-            raise BinlogError(name, pos, f"bad {event_type_name(f.type_code)} event: {exc}") from None
+            raise BinlogError(
+                name, pos, f"bad {event_type_name(f.type_code)} event: {failure_text(exc, len(body))}"
+            ) from None
         artificial = (f.flags & ARTIFICIAL) != 0 or (f.type_code == ROTATE and f.log_pos == 0)
         if isinstance(event, Rotate):
             from_source = f.server_id != own_server_id

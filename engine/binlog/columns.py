@@ -21,6 +21,7 @@ from .compiled import load
 from .constants import BINARY_CHARSET, ColumnType, RowsKind
 from .events.rows import RowsEvent, TableMap, real_type
 from .json_binary import decode_json, json_text, read_json_diff_column
+from .primitives import failure_text
 from .values import decode_decimal
 
 _UTC = dt.UTC
@@ -581,7 +582,9 @@ class RowDecoder:
             else:
                 end, count = self._decode(data, 0, len(data), *[out.append for out in outs])
         except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
-            raise ValueError(f"row image of {_where(table_map)} is malformed: {exc}") from None
+            raise ValueError(
+                f"row image of {_where(table_map)} is malformed: {failure_text(exc, len(data))}"
+            ) from None
         if end != len(data):
             raise ValueError(f"row image of {_where(table_map)} runs {end - len(data)} bytes past its event")
         return count
@@ -696,9 +699,9 @@ def row_decoder(event: RowsEvent, table_map: TableMap) -> RowDecoder:
     if decoder is None:
         try:
             decoder = RowDecoder(table_map, event)
-        except (IndexError, KeyError, TypeError) as exc:  # metadata out of any valid range
+        except (IndexError, KeyError, TypeError):  # metadata out of any valid range
             raise ValueError(
-                f"table map of {_where(table_map)} has column metadata no server writes ({exc})"
+                f"table map of {_where(table_map)} has column metadata no server writes"
             ) from None
         if table_map.raw_metadata_key:
             if len(_COLUMNS) >= _CACHE_SIZE:

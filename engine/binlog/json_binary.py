@@ -30,6 +30,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from engine.binlog.constants import ColumnType
+from engine.binlog.primitives import failure_text
 
 __all__ = [
     "JsonDiff",
@@ -271,7 +272,7 @@ def decode_json(data: bytes | memoryview) -> object:
     except UnicodeDecodeError:
         raise _malformed("invalid UTF-8") from None
     except (struct.error, IndexError) as exc:  # guards only; bounds are checked above
-        raise _malformed(str(exc)) from None
+        raise _malformed(failure_text(exc, n)) from None
 
 
 # --- opaque scalars ---------------------------------------------------------

@@ -6,6 +6,7 @@ be turned into an IndexError, a struct.error or an allocation of the size the le
 
 from __future__ import annotations
 
+import re
 import struct
 
 U8 = struct.Struct("<B")
@@ -16,8 +17,44 @@ I64 = struct.Struct("<q")
 
 
 def need(buf: bytes | memoryview, pos: int, n: int, what: str) -> None:
-    if n < 0 or pos + n > len(buf):
-        raise ValueError(f"{what} needs {n} bytes at offset {pos}, only {len(buf) - pos} left")
+    if n < 0:
+        raise ValueError(f"{what} at offset {pos} claims a negative length ({n})")
+    if pos + n > len(buf):
+        raise ValueError(truncated(what, n, pos, len(buf)))
+
+
+def truncated(what: str, n: int, pos: int, size: int) -> str:
+    """The words for a field that runs past the end of the bytes it is read from."""
+    return f"event truncated: needs {n} bytes at offset {pos} for {what}, has {max(0, size - pos)}"
+
+
+_STRUCT_SHORT = re.compile(
+    r"requires a buffer of at least \d+ bytes for unpacking (\d+) bytes at offset (-?\d+) "
+    r"\(actual buffer size is (\d+)\)"
+)
+
+
+def failure_text(exc: BaseException, size: int | None = None) -> str:
+    """A decoding failure in the binlog's terms: what Python's struct module, an index or a codec
+    says is worded for a DBA, who should never read "unpack_from requires a buffer…".
+
+    size: the length of the bytes being decoded, when the caller knows it."""
+    body = f"the {size}-byte body" if size is not None else "the event"
+    if isinstance(exc, struct.error):
+        short = _STRUCT_SHORT.search(str(exc))
+        if short is not None:
+            n, pos, total = (int(g) for g in short.groups())
+            return truncated("a field", n, pos, total)
+        return f"event truncated: a field runs past the end of {body}"
+    if isinstance(exc, IndexError):
+        return f"event truncated: a field runs past the end of {body}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"text that is not valid {exc.encoding} at offset {exc.start}"
+    if isinstance(exc, OverflowError):
+        return "a length or a value in the event is out of any valid range"
+    if isinstance(exc, (KeyError, TypeError)):
+        return "a field holds a value no server writes"
+    return str(exc)  # the decoders' own ValueErrors, already in these terms
 
 
 def u8(buf: bytes | memoryview, pos: int) -> int:

@@ -40,6 +40,7 @@ from .events import (
     TransactionPayload,
     decode_format_description,
 )
+from .primitives import failure_text
 
 
 class LoggedEvent(NamedTuple):
@@ -245,8 +246,12 @@ class BinlogFile:
                     raw[COMMON_HEADER_LEN:] if raw is not None else data[pos + COMMON_HEADER_LEN : body_end]
                 )
                 event = decoder(header, body, context)
-            except (ValueError, OverflowError, IndexError, struct.error) as exc:
-                raise BinlogError(name, pos, f"bad {event_type_name(type_code)} event: {exc}") from None
+            except _DECODE_ERRORS as exc:
+                raise BinlogError(
+                    name,
+                    pos,
+                    f"bad {event_type_name(type_code)} event: {failure_text(exc, body_end - pos - COMMON_HEADER_LEN)}",
+                ) from None
             artificial = bool(flags & _ARTIFICIAL) or (type_code == _ROTATE and log_pos == 0)
             if isinstance(event, Rotate):
                 # The file's own writer rotating to its next file (relay-log rotation, or a binlog's
@@ -287,7 +292,7 @@ class BinlogFile:
         try:
             event = decode_format_description(header, body)
         except ValueError as exc:
-            raise BinlogError(self.name, pos, f"bad Format_desc event: {exc}") from None
+            raise BinlogError(self.name, pos, f"bad Format_desc event: {failure_text(exc)}") from None
         if event.checksum_alg == ChecksumAlg.CRC32:
             end = pos + header.event_size - CHECKSUM_LEN
             stored = p.U32.unpack_from(self._data, end)[0]
@@ -330,17 +335,21 @@ class BinlogFile:
                 )
             try:
                 event = decoder(header, data[at + COMMON_HEADER_LEN : at + size], state.context)
-            except (ValueError, OverflowError, IndexError, struct.error) as exc:
+            except _DECODE_ERRORS as exc:
                 raise BinlogError(
                     self.name,
                     pos,
-                    f"bad {event_type_name(type_code)} event inside the transaction payload: {exc}",
+                    f"bad {event_type_name(type_code)} event inside the transaction payload: "
+                    f"{failure_text(exc, size - COMMON_HEADER_LEN)}",
                 ) from None
             yield LoggedEvent(
                 event, header, self.name, pos, next_pos, state.source_log_file or self.name, inner=True
             )
             at += size
 
+
+# What a decoder may raise on a malformed body (failure_text words it).
+_DECODE_ERRORS = (ValueError, OverflowError, IndexError, KeyError, TypeError, struct.error)
 
 _framing = load("_framing")  # the C form of BinlogFile._events; None: the Python loop runs
 # What the compiled loop builds and raises (it cannot import this module: it is imported by it).
@@ -356,7 +365,8 @@ _FRAMING_KIT = (
     IgnoredEvent,
     Rotate,
     TransactionPayload,
-    (ValueError, OverflowError, IndexError, struct.error),
+    _DECODE_ERRORS,
+    failure_text,
 )
 
 

@@ -21,12 +21,12 @@ import pyarrow as pa
 
 from ..errors import ER_CANT_LOCK, ER_CANT_OPEN_FILE, SlaveFileError
 from ..private_files import restrict_new_files
+from .names import INTERNAL_SCHEMA, TEMPORARY_SCHEMA, mysql_database
 from .schema import Catalog
 
 if TYPE_CHECKING:
     from ..applier.prepare import RunTransaction
 
-INTERNAL_SCHEMA = "__relaydeck"
 
 # DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the commit that
 # passed it, rewriting every changed row group. A replay changes the same rows again and again:
@@ -156,6 +156,9 @@ class _SharedDatabase:
         if not read_only:
             self.con.execute(_SETUP)
         self.catalog = Catalog()
+        # The file's catalog name (its stem): every replicated table is named with it, since a
+        # database of that name would otherwise be ambiguous to DuckDB (catalog or schema?).
+        self.duckdb_catalog: str = self.con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
         # Definitions change one transaction at a time across channels: the catalog is one row,
         # and two channels rewriting it at once would conflict in DuckDB.
         self.ddl_lock = threading.RLock()
@@ -188,6 +191,11 @@ class Slave:
     @property
     def catalog(self) -> Catalog:
         return self._db.catalog
+
+    @property
+    def duckdb_catalog(self) -> str:
+        """The DuckDB catalog (the attached database) the replicated tables are in."""
+        return self._db.duckdb_catalog
 
     def close(self) -> None:
         if self._owns:
@@ -427,10 +435,11 @@ class Slave:
         return Catalog.from_json(row[0][0]) if row else Catalog()
 
     def user_tables(self) -> list[tuple[str, str]]:
+        """(MySQL database, table) of every replicated table the slave file holds."""
         rows = self.con.execute(
             "SELECT table_schema, table_name FROM information_schema.tables "
             f"WHERE table_catalog = current_database() "
-            f"AND table_schema NOT IN ('{INTERNAL_SCHEMA}', '{INTERNAL_SCHEMA}_tmp', 'main') "
-            "AND table_type = 'BASE TABLE' ORDER BY 1, 2"
+            f"AND table_schema NOT IN ('{INTERNAL_SCHEMA}', '{TEMPORARY_SCHEMA}', 'main') "
+            "AND table_type = 'BASE TABLE'"
         ).fetchall()
-        return [(r[0], r[1]) for r in rows]
+        return sorted((mysql_database(schema), table) for schema, table in rows)

@@ -97,6 +97,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from .database import sandbox_config
+from .names import duckdb_schema
 from .schema import (
     Catalog,
     MysqlColumn,
@@ -1748,6 +1749,7 @@ class _Translation:
         return self.database_of(table.db or None), self.new_name(table.name)
 
     def qualified(self, schema: str, name: str) -> str:
+        schema = duckdb_schema(schema)
         parts = (
             [schema, name]
             if self.translator.duckdb_catalog is None
@@ -1760,6 +1762,7 @@ class _Translation:
         return ".".join(quote_ident(p) for p in parts)
 
     def quoted_schema(self, schema: str) -> str:
+        schema = duckdb_schema(schema)
         if self.translator.duckdb_catalog is None:
             return quote_ident(schema)
         return f"{quote_ident(self.translator.duckdb_catalog)}.{quote_ident(schema)}"
@@ -2079,7 +2082,9 @@ class _Translation:
             raise _Fail(f"database `{name}` is not in the catalog")
         self.touched.extend(t.key for t in self.catalog.tables_in(name))
         self.catalog.remove_database(name)
-        self.statements.append(f"DROP SCHEMA IF EXISTS {self.quoted_schema(name)} CASCADE")
+        # One part: DuckDB finds "catalog"."schema" ambiguous in DROP SCHEMA whenever a schema is
+        # named like the catalog, and a one-part name is a schema of the current catalog.
+        self.statements.append(f"DROP SCHEMA IF EXISTS {quote_ident(duckdb_schema(name))} CASCADE")
         return self.plan("drop_database")
 
     def drop_tables(self, tree: exp.Expression) -> DdlPlan:

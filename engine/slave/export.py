@@ -15,7 +15,7 @@ from typing import Any
 
 from ..render import float_text, time_text
 from .database import Slave
-from .rowapply import quote_ident, table_ref
+from .rowapply import quote_ident, slave_table_ref
 from .schema import MysqlColumn, MysqlTable
 
 
@@ -80,7 +80,7 @@ def export_csv(slave: Slave, table: MysqlTable) -> str:
     names = [c.name for c in table.columns]
     order = table.primary_key or tuple(names)
     rows = slave.con.execute(
-        f"SELECT {', '.join(quote_ident(n) for n in names)} FROM {table_ref(table.schema, table.name)} "
+        f"SELECT {', '.join(quote_ident(n) for n in names)} FROM {slave_table_ref(table, slave.duckdb_catalog)} "
         f"ORDER BY {', '.join(quote_ident(n) for n in order)}"
     ).fetchall()
     lines = [",".join(csv_field(n) for n in names)]

@@ -192,9 +192,12 @@ def _is_internal(schema: str) -> bool:
 
 
 def replicated_schemas(catalog: Catalog) -> frozenset[str]:
-    """The slave schemas holding replicated databases (lower case: DuckDB folds names)."""
-    names = {db.lower() for db in catalog.databases} | {schema.lower() for schema, _ in catalog}
-    return frozenset(n for n in names if not _is_internal(n))
+    """The replicated databases (lower case: DuckDB folds names). A source database may have an
+    internal or a DuckDB name (`__relaydeck`, `main`): the statement translator gives it its own
+    slave schema (names.duckdb_schema), so it is one of them; the temporary tables' internal
+    schema is not."""
+    tables = {schema.lower() for schema, _ in catalog if not _is_internal(schema)}
+    return frozenset({db.lower() for db in catalog.databases} | tables)
 
 
 def check_statement(

@@ -36,6 +36,7 @@ from ..binlog.columns import ColumnInfo, InvalidTemporal, RowImages
 from ..binlog.constants import ColumnType, RowsKind
 from ..errors import RelaydeckError
 from .database import unregister
+from .names import duckdb_schema
 from .schema import MysqlColumn, MysqlTable
 
 _WRITE, _DELETE = RowsKind.WRITE, RowsKind.DELETE
@@ -54,6 +55,77 @@ ER_DUP_ENTRY = 1062
 ER_KEY_NOT_FOUND = 1032
 ER_NO_SUCH_TABLE = 1146
 ER_BAD_TABLE = 1051
+ER_TRUNCATED_WRONG_VALUE_FOR_FIELD = 1366
+ER_UNKNOWN_ERROR = 1105
+
+
+class InvalidString(ApplyError):
+    """A string whose logged bytes are not valid in its column's character set (MySQL's error 1366).
+
+    MySQL stores such bytes; DuckDB's VARCHAR holds only valid UTF-8, and storing anything else
+    (a replacement character, an escape) would make the copy differ from the source without a
+    word, so the channel stops on it instead. The decoders keep each undecodable byte as a lone
+    surrogate (surrogateescape), which is how it is recognised and shown here.
+    """
+
+    def __init__(self, schema: str, table: str, column: str, index: int, value: str) -> None:
+        self.schema, self.table, self.column, self.index, self.value = schema, table, column, index, value
+        super().__init__(
+            ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            f"Incorrect string value: '{shown_invalid_bytes(value)}' for column `{schema}`.`{table}`.`{column}`",
+        )
+
+
+def is_invalid_string(value: object) -> bool:
+    """A decoded string holding bytes its character set does not allow (kept as lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def shown_invalid_bytes(value: str, limit: int = 8) -> str:
+    """The bytes from the first invalid one, as MySQL shows them: \\xHH, printable ASCII as is."""
+    start = next((i for i, c in enumerate(value) if 0xD800 <= ord(c) <= 0xDFFF), 0)
+    raw = bytearray()
+    for char in value[start:]:
+        code = ord(char)
+        raw += bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else char.encode("utf-8", "surrogatepass")
+        if len(raw) > limit:
+            break
+    shown = "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x27 else f"\\x{b:02X}" for b in raw[:limit])
+    return shown + ("..." if len(raw) > limit else "")
+
+
+def column_array(
+    values: list[Any], convert: Converter, arrow_type: pa.DataType, table: MysqlTable, index: int
+) -> pa.Array:
+    """One column's values as the Arrow array the slave takes; a value it cannot take is an apply
+    error naming the table and the column, never a bare Arrow or codec error."""
+    if convert is not None:
+        values = convert(values)
+    try:
+        return pa.array(values, type=arrow_type)
+    except UnicodeEncodeError:
+        bad = next((v for v in values if is_invalid_string(v)), "")
+        raise InvalidString(table.schema, table.name, table.columns[index].name, index, bad) from None
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+        raise ApplyError(
+            ER_UNKNOWN_ERROR,
+            f"Column `{table.schema}`.`{table.name}`.`{table.columns[index].name}` cannot hold a value "
+            f"logged for it as {arrow_type}: {str(exc).splitlines()[0]}",
+        ) from None
+
+
+def row_event_error(table: MysqlTable, exc: duckdb.Error) -> ApplyError:
+    """DuckDB refusing a table's row changes (a slave table changed by hand, say), with the table."""
+    return ApplyError(
+        ER_UNKNOWN_ERROR,
+        f"Could not execute row event on table {table.schema}.{table.name}; DuckDB: {str(exc).splitlines()[0]}",
+    )
 
 
 def quote_ident(name: str) -> str:
@@ -62,6 +134,13 @@ def quote_ident(name: str) -> str:
 
 def table_ref(schema: str, table: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(table)}"
+
+
+def slave_table_ref(table: MysqlTable, catalog: str | None = None) -> str:
+    """The DuckDB name of a replicated table (its database mapped by names.duckdb_schema), in
+    `catalog` when given (a database named like the slave file is otherwise ambiguous)."""
+    ref = table_ref(duckdb_schema(table.schema), table.name)
+    return ref if catalog is None else f"{quote_ident(catalog)}.{ref}"
 
 
 def _is_text_target(column: MysqlColumn) -> bool:
@@ -133,19 +212,21 @@ def column_converter(info: ColumnInfo, target: MysqlColumn) -> tuple[Converter, 
     return target_converter(info, target) or value_converter(info)
 
 
-def for_target(array: pa.Array, info: ColumnInfo, target: MysqlColumn) -> pa.Array:
+def for_target(array: pa.Array, info: ColumnInfo, table: MysqlTable, index: int) -> pa.Array:
     """A column built with value_converter, converted for the slave's definition of it."""
-    conversion = target_converter(info, target)
+    conversion = target_converter(info, table.columns[index])
     if conversion is None:
         return array
     convert, arrow_type = conversion
-    return pa.array(convert(array.to_pylist()), type=arrow_type)  # rare: ENUM numbers, charset-less text
+    return column_array(
+        array.to_pylist(), convert, arrow_type, table, index
+    )  # rare: ENUM numbers, charset-less text
 
 
-def arrow_column(values: list[Any], info: ColumnInfo, target: MysqlColumn) -> pa.Array:
+def arrow_column(values: list[Any], info: ColumnInfo, table: MysqlTable, index: int) -> pa.Array:
     """Decoded values -> an Arrow array the slave column takes without loss."""
-    convert, arrow_type = column_converter(info, target)
-    return pa.array(convert(values) if convert else values, type=arrow_type)
+    convert, arrow_type = column_converter(info, table.columns[index])
+    return column_array(values, convert, arrow_type, table, index)
 
 
 @dataclass
@@ -238,9 +319,13 @@ def _python_found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> p
 class RowApplier:
     """Collects row changes of a batch per table and applies their net effect set-based."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, strict: bool = True) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, strict: bool = True, catalog: str | None = None
+    ) -> None:
+        """catalog: the DuckDB catalog the tables are named in (Slave.duckdb_catalog)."""
         self.con = con
         self.strict = strict
+        self.catalog = catalog
         self._pending: dict[tuple[str, str], _TablePending] = {}
         self._seq = 0
         self.rows_applied = 0
@@ -258,7 +343,12 @@ class RowApplier:
         full = self._full_images(images)
         if not table.primary_key or not full:
             self.flush_table(key)
-            self._apply_row_by_row(images, table)
+            try:
+                self._apply_row_by_row(images, table)
+            except duckdb.TransactionException:
+                raise
+            except duckdb.Error as exc:
+                raise row_event_error(table, exc) from None
             return
         pending = self._pending.get(key)
         if pending is None:
@@ -321,7 +411,7 @@ class RowApplier:
         name = "__relaydeck_reduced"
         self.con.register(name, reduced)
         try:
-            target = table_ref(table.schema, table.name)
+            target = slave_table_ref(table, self.catalog)
             key_names = [quote_ident(table.columns[i].name) for i in key_positions]
             join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
             delete = f"DELETE FROM {target} AS t USING {name} AS o WHERE {join}"
@@ -336,6 +426,10 @@ class RowApplier:
                 f"INSERT INTO {target} ({columns}) SELECT {values} FROM {name} WHERE op = 1 "
                 f"ORDER BY {', '.join(keys)}"
             )
+        except duckdb.TransactionException:
+            raise  # a conflict between writers: the parallel applier retries it
+        except duckdb.Error as exc:
+            raise row_event_error(table, exc) from None
         finally:
             unregister(self.con, name)
         self.rows_applied += rows
@@ -361,6 +455,7 @@ class RowApplier:
 
     @staticmethod
     def _ops_table(pending: _TablePending) -> pa.Table:
+        table = pending.table
         arrays = [
             pa.array(pending.seq, type=pa.int64()),
             pa.array(pending.op, type=pa.int8()),
@@ -370,7 +465,7 @@ class RowApplier:
         for i, (values, (convert, arrow_type)) in enumerate(
             zip(pending.values, pending.converters, strict=True)
         ):
-            arrays.append(pa.array(convert(values) if convert else values, type=arrow_type))
+            arrays.append(column_array(values, convert, arrow_type, table, i))
             names.append(f"c{i}")
         return pa.Table.from_arrays(arrays, names=names)
 
@@ -399,7 +494,7 @@ class RowApplier:
 
     def _apply_row_by_row(self, images: RowImages, table: MysqlTable) -> None:
         """MySQL's own way for tables without a key and for partial images: match the before image."""
-        target = table_ref(table.schema, table.name)
+        target = slave_table_ref(table, self.catalog)
         names = [c.name for c in table.columns]
         rows = images.rows()
         infos = images.columns
@@ -439,10 +534,10 @@ class RowApplier:
         out: dict[int, Any] = {}
         for name, value in image.items():
             info = by_name[name]
-            out[info.index] = _scalar(value, info, table.columns[info.index])
+            out[info.index] = _scalar(value, info, table, info.index)
         return out
 
 
-def _scalar(value: Any, info: ColumnInfo, target: MysqlColumn) -> Any:
+def _scalar(value: Any, info: ColumnInfo, table: MysqlTable, index: int) -> Any:
     """One value for a parameterised statement, converted as arrow_column converts columns."""
-    return None if value is None else arrow_column([value], info, target)[0].as_py()
+    return None if value is None else arrow_column([value], info, table, index)[0].as_py()

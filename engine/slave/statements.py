@@ -23,6 +23,7 @@ import sqlglot.dialects.duckdb  # noqa: F401 - loaded now, not by the first stat
 from sqlglot import exp
 
 from .guard import check_statement, replicated_schemas
+from .names import duckdb_schema
 from .schema import Catalog, MysqlTable
 from .untranslatable import UntranslatableStatement
 
@@ -80,8 +81,13 @@ class StatementTranslator:
     """MySQL DML -> DuckDB statements for the slave."""
 
     last_target: tuple[str, str] | None = None  # the table the last translated statement changes
+    last_target_temporary = False  # ... is a source session's temporary table
     _schemas: frozenset[str] = frozenset()  # where the statement being translated may read and write
     _temporary: tuple[tuple[str, str], ...] = ()  # its session's temporary tables, (schema, name)
+
+    def __init__(self, duckdb_catalog: str | None = None) -> None:
+        """duckdb_catalog: name every replicated table in this DuckDB catalog (Slave.duckdb_catalog)."""
+        self.duckdb_catalog = duckdb_catalog
 
     def translate(self, sql: str, ctx: SessionContext, catalog: Catalog, con: object = None) -> list[str]:
         """DuckDB statements reproducing `sql`; `con` reads the slave where rows must be enumerated."""
@@ -96,10 +102,11 @@ class StatementTranslator:
         self._check_supported(sql, tree)
         self._qualify_tables(tree, ctx)
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
-        self._substitute_session(sql, tree, ctx)
         self._schemas = replicated_schemas(catalog)
         self._temporary = tuple(ctx.temporary_tables.values())
+        self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
+        self.last_target_temporary = self.last_target in self._temporary
+        self._substitute_session(sql, tree, ctx)
         self._guard(sql, tree)
         rand = MysqlRand(*ctx.rand_seeds) if ctx.rand_seeds else None
         rand_nodes = list(tree.find_all(exp.Rand))
@@ -120,7 +127,25 @@ class StatementTranslator:
     def _duckdb_sql(self, sql: str, tree: exp.Expression) -> str:
         """The DuckDB text of a translated tree, checked once more after the rewriting."""
         self._guard(sql, tree)
-        return tree.sql(dialect="duckdb", identify=True)
+        return self._slave_names(tree).sql(dialect="duckdb", identify=True)
+
+    def _slave_names(self, tree: exp.Expression) -> exp.Expression:
+        """The tree with MySQL's database names replaced by the slave's (names.duckdb_schema, in
+        the slave's catalog): done last, so that everything before sees MySQL's names."""
+        tree = tree.copy()
+        temporary = set(self._temporary)
+        for table in tree.find_all(exp.Table):
+            if not table.db:
+                continue  # a CTE
+            if (table.db, table.name) not in temporary:
+                table.set("db", exp.to_identifier(duckdb_schema(table.db)))
+            if self.duckdb_catalog is not None:
+                table.set("catalog", exp.to_identifier(self.duckdb_catalog))
+        for column in tree.find_all(exp.Column):
+            db = column.args.get("db")
+            if db is not None:
+                column.set("db", exp.to_identifier(duckdb_schema(db.name)))
+        return tree
 
     # -- transforms --------------------------------------------------------------------------
 

@@ -53,7 +53,8 @@ from ..scheduling.partition import MAX_DBS_IN_QUERY_MTS
 from ..scheduling.rowkeys import transaction_writeset
 from ..scheduling.writeset import DEFAULT_HISTORY_SIZE
 from ..slave.database import Slave
-from ..slave.rowapply import quote_ident, table_ref
+from ..slave.names import duckdb_schema
+from ..slave.rowapply import quote_ident, slave_table_ref
 from ..slave.schema import Catalog, MysqlTable
 from ..slave.types import duckdb_type
 from ..transactions import Transaction, TransactionAssembler
@@ -120,13 +121,14 @@ class CatalogTimeline:
 
     def _install(self, catalog: Catalog) -> None:
         """Empty DuckDB tables behind a starting catalog, so that later DDL finds what it alters."""
-        con = self._slave.con
+        con, duckdb_catalog = self._slave.con, self._slave.duckdb_catalog
         self._slave.begin(changes_definitions=True)
         for key in catalog:
             table: MysqlTable = catalog[key]
             columns = ", ".join(f"{quote_ident(c.name)} {duckdb_type(c)}" for c in table.columns)
-            con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(table.schema)}")
-            con.execute(f"CREATE TABLE {table_ref(table.schema, table.name)} ({columns})")
+            schema = f"{quote_ident(duckdb_catalog)}.{quote_ident(duckdb_schema(table.schema))}"
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            con.execute(f"CREATE TABLE {slave_table_ref(table, duckdb_catalog)} ({columns})")
         self._slave.save_catalog(catalog.copy())
         self._slave.commit()
 

@@ -391,7 +391,7 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
     nbytes = (width + 7) >> 3
     if pos + nbytes * (2 if kind == RowsKind.UPDATE else 1) > len(body):
         raise ValueError(
-            f"the column bitmaps need {nbytes} bytes each at offset {pos}, only {len(body) - pos} left"
+            p.truncated("the column bitmaps", nbytes * (2 if kind == RowsKind.UPDATE else 1), pos, len(body))
         )
     before = _BITMAPS.get((body[pos : pos + nbytes], width)) or p.bitmap(body, pos, width)[0]
     pos += nbytes
