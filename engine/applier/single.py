@@ -24,6 +24,7 @@ from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError, RelaydeckError
 from ..gtids import ExecutedGtids, GtidSet
+from ..relaylog.continuity import Continuity, checked
 from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
@@ -158,7 +159,11 @@ class AnyEvent:
 
 
 def _read_chunks(
-    logs: RelayLogSet, start_file: str | None, start_pos: int, follow: AnyEvent | None = None
+    logs: RelayLogSet,
+    start_file: str | None,
+    start_pos: int,
+    follow: AnyEvent | None = None,
+    continuity: Continuity | None = None,
 ) -> Iterator[list[object]]:
     """The relay log grouped into transactions and coordinator events, a few hundred at a time.
 
@@ -169,12 +174,21 @@ def _read_chunks(
     follow: keep reading as the relay logs grow, until the event is set. A chunk then ends with
     CAUGHT_UP whenever everything that has arrived was read, so the applier commits what it holds
     instead of waiting for a batch to fill.
+
+    continuity: checks every event against the ones before it (RelayLogGap where something the
+    source logged is missing); None for a range read again that was checked already.
     """
     if follow is not None:
         assert logs.index_file is not None, "following needs the relay-log index"
         events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow)
     else:
         events = stream_events(logs, start_file=start_file, start_pos=start_pos)
+    if continuity is not None:
+        if start_file is not None:
+            path = next((p for p in logs.files if p.name == start_file), None)
+            if path is not None:
+                continuity.starting_in(path, start_pos)
+        events = checked(events, continuity)
     assembler = TransactionAssembler()
     chunk: list[object] = []
     try:
@@ -206,6 +220,7 @@ class ApplyStats:
     transactions: int = 0
     skipped: int = 0  # already applied (by GTID)
     skipped_by_counter: int = 0  # sql_replica_skip_counter
+    gaps_accepted: int = 0  # relay-log discontinuities the skip counter let past
     row_changes: int = 0
     bytes: int = 0
     commits: int = 0
@@ -262,6 +277,7 @@ class ChannelApplier:
         # the work overlaps the reading instead of following it. One batch at most is in flight.
         self._committer: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
+        self.continuity = continuity_after(self.progress, self.controls)
 
     def run(self) -> ApplyStats:
         """Apply until the end of the available relay log, an UNTIL condition, or stop()."""
@@ -361,6 +377,7 @@ class ChannelApplier:
             raise
         finally:
             reader.close()
+            self.stats.gaps_accepted = self.continuity.accepted
             if self._committer is not None:
                 self._committer.shutdown(wait=True)
                 self._committer = None
@@ -377,7 +394,13 @@ class ChannelApplier:
             or self.controls.skip_counter
             or self.controls.sql_delay
         ):
-            return _read_chunks(self.logs, start_file, pos, AnyEvent(self.stop) if self.follow else None)
+            return _read_chunks(
+                self.logs,
+                start_file,
+                pos,
+                AnyEvent(self.stop) if self.follow else None,
+                self.continuity,
+            )
         return prepared_chunks(
             self.logs, start_file, pos, self.pool, lambda name, at: _read_chunks(self.logs, name, at)
         )
@@ -560,6 +583,18 @@ class ChannelApplier:
     def _channel_error(self, txn: Transaction, exc: Exception) -> ChannelError:
         errno, message = apply_error_text(exc)
         return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))
+
+
+def continuity_after(progress: ChannelProgress, controls: StartControls) -> Continuity:
+    """The relay-log continuity check of a channel going on from what the slave recorded; the
+    skip counter lets discontinuities past."""
+    continuity = Continuity.resuming(
+        progress.source_log_file if progress.relay_log_file is not None else None,
+        progress.source_log_pos,
+        progress.executed_gtids,
+    )
+    continuity.accept = controls.take_gap
+    return continuity
 
 
 def progress_after(
