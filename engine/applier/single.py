@@ -402,7 +402,12 @@ class ChannelApplier:
                 self.continuity,
             )
         return prepared_chunks(
-            self.logs, start_file, pos, self.pool, lambda name, at: _read_chunks(self.logs, name, at)
+            self.logs,
+            start_file,
+            pos,
+            self.pool,
+            lambda name, at: _read_chunks(self.logs, name, at),
+            self.continuity,
         )
 
     def _merge_ready(self, run: PreparedRun, work: deque[object]) -> PreparedRun:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import re
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from ..transactions import is_begin, is_commit_or_rollback
 _TABLE_MAP = int(EventType.TABLE_MAP)
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _ARTIFICIAL = int(EventFlag.ARTIFICIAL)
+_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
 _IGNORED_GTIDS = 2  # Gtid_list flag: GTIDs the receiver left out (IGNORE_SERVER_IDS), now done
 
 
@@ -273,15 +275,55 @@ class Continuity:
         self.expected = facts.source_end
 
     def _position(self, logged: LoggedEvent, start: int) -> None:
-        if logged.source_log_file != self.source_file:
-            self.source_file, self.expected = logged.source_log_file, None
+        self._source_event(
+            logged.log_name,
+            logged.pos,
+            logged.type_code,
+            logged.source_log_file,
+            start,
+            logged.header.log_pos,
+        )
+
+    def _source_event(
+        self, log_name: str, pos: int, type_code: int, source_log_file: str | None, start: int, end: int
+    ) -> None:
+        if source_log_file != self.source_file:
+            self.source_file, self.expected = source_log_file, None
         expected = self.expected
         if expected is not None and start != expected:
-            leaves_out_annotation = start > expected and logged.type_code == _TABLE_MAP
+            leaves_out_annotation = start > expected and type_code == _TABLE_MAP
             if not leaves_out_annotation and not (self.resync and start > expected):
-                self._position_gap(logged.log_name, logged.pos, start, None)
+                self._position_gap(log_name, pos, start, None)
                 return
-        self.expected = logged.header.log_pos
+        self.expected = end
+
+    def scanned(
+        self, log_name: str, source_log_file: str, data: bytes, pos: int, end: int, domain: int, seq: int
+    ) -> None:
+        """A MariaDB row-only transaction the compiled scanner read whole from pos to end (the
+        process pool): its GTID, then its other events' positions from their headers."""
+        _, _, server_id, size, log_pos, _ = _HEADER.unpack_from(data, pos)
+        start = log_pos - size if log_pos else None
+        self.gtid(
+            GtidFacts(
+                f"{domain}-{server_id}-{seq}",
+                domain,
+                seq,
+                True,
+                log_name,
+                pos,
+                source_log_file,
+                start,
+                log_pos,
+            )
+        )
+        at = pos + size
+        while at < end:
+            _, type_code, _, size, log_pos, _ = _HEADER.unpack_from(data, at)
+            if log_pos and self.positions_logged and not self.skipping:
+                self._source_event(log_name, at, type_code, source_log_file, log_pos - size, log_pos)
+            at += size
+        self.open = None  # it ends with its XID
 
     def _position_gap(self, log_name: str, pos: int, start: int, facts: GtidFacts | None) -> None:
         expected = self.expected
