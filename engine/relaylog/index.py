@@ -63,6 +63,7 @@ def check_index_order(logs: RelayLogSet) -> None:
     """Relay files are numbered one after another (`relay-bin.000001`, `.000002`, …): a number
     missing from the index is a file missing from it, a number going back a file out of order."""
     where = str(logs.index_file) if logs.index_file else "the relay logs given"
+    listed = {path.name for path in logs.files}
     previous: tuple[str, int, str] | None = None
     for path in logs.files:
         match = _NUMBERED.match(path.name)
@@ -72,12 +73,12 @@ def check_index_order(logs: RelayLogSet) -> None:
         stem, number = match[1], int(match[2])
         if previous is not None and previous[0] == stem:
             before = previous[1]
-            if number <= before:
+            missing = f"{stem}.{before + 1:0{len(match[2])}d}"
+            if number <= before or (number > before + 1 and missing in listed):
                 raise RelayIndexError(
                     where, None, f"{path.name} is listed after {previous[2]}: the files are out of order"
                 )
             if number > before + 1:
-                missing = f"{stem}.{before + 1:0{len(match[2])}d}"
                 more = f" (and {number - before - 2} more)" if number > before + 2 else ""
                 raise RelayIndexError(
                     where,
