@@ -600,7 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="sql_replica_skip_counter: skip N events first (whole transactions)",
+        help="sql_replica_skip_counter: skip N events first (whole transactions; a gap in the relay logs counts as one)",
     )
     rep.add_argument(
         "--sql-delay",

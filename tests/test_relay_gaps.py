@@ -389,3 +389,52 @@ def test_following_a_file_that_is_replaced_is_an_error(tmp_path: Path) -> None:
     finally:
         watchdog.cancel()
         stop.set()
+
+
+def test_a_relay_log_that_starts_after_what_the_channel_applied_is_a_gap(tmp_path: Path) -> None:
+    # The channel applied up to 1-1-500; after RESET REPLICA it is pointed at relay logs that
+    # begin much later (the files before were purged): the transactions between are missing.
+    index = copy_m1(tmp_path / "relay")
+    later = tmp_path / "later"
+    later.mkdir()
+    names = [p.name for p in read_index(index).files][9:]
+    for name in names:
+        shutil.copyfile(RELAY / name, later / name)
+    (later / "relay-bin-m1.index").write_text("".join(f"./{name}\n" for name in names))
+    first_gtid = next(
+        gtid_seq(data, pos)
+        for data in [(RELAY / names[0]).read_bytes(), (RELAY / names[1]).read_bytes()]
+        for pos, code, _, _ in raw_events(data)
+        if code == MARIADB_GTID
+    )
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "slave.sqlite"
+
+    def sql(statement: str) -> subprocess.CompletedProcess[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "sql",
+            "--repository",
+            str(repo),
+            "--slave",
+            str(slave),
+        ]
+        return subprocess.run([*command, statement], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    assert sql(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{index}' FOR CHANNEL 'm1'").returncode == 0
+    started = sql("START REPLICA UNTIL SQL_AFTER_GTIDS = '1-1-500' FOR CHANNEL 'm1'")
+    assert started.returncode == 0, started.stderr
+    assert channel_status(slave)["executed_gtid_set"] == "1-1-500"
+    assert sql("RESET REPLICA FOR CHANNEL 'm1'").returncode == 0
+    assert (
+        sql(
+            f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{later / 'relay-bin-m1.index'}' FOR CHANNEL 'm1'"
+        ).returncode
+        == 0
+    )
+    sql("START REPLICA FOR CHANNEL 'm1'")
+    status = channel_status(slave)
+    assert status["last_error_number"] == 1594
+    assert f"GTID 1-1-{first_gtid} follows 500 in domain 1" in str(status["last_error_message"])
+    assert status["executed_gtid_set"] == "1-1-500"

@@ -32,7 +32,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..binlog.constants import EventFlag, EventType
-from ..binlog.events import Gtid, GtidList, MariaGtidEvent, Query, Rotate, RowsEvent, XaPrepare, Xid
+from ..binlog.events import (
+    EventHeader,
+    Gtid,
+    GtidList,
+    MariaGtidEvent,
+    Query,
+    Rotate,
+    RowsEvent,
+    TableMap,
+    XaPrepare,
+    Xid,
+)
 from ..binlog.reader import LoggedEvent
 from ..errors import RelayLogGap
 from ..gtids import ExecutedGtids
@@ -136,9 +147,26 @@ class Continuity:
         if logged.log_name != self.relay_file:
             self._relay_file_begins(logged)
         header = logged.header
-        code = header.type_code
         event = logged.event
         kind = type(event)
+        if kind is RowsEvent or kind is TableMap:
+            # most events of every relay log: contiguous, inside a multi-statement transaction
+            end = header.log_pos
+            if (
+                end - header.event_size != self.expected
+                or logged.source_log_file != self.source_file
+                or self.skipping
+                or not self.positions_logged
+                or (kind is RowsEvent and self.open is not None and not self.open.multi_statement)
+            ):
+                self._other_event(logged, header, event, kind)
+            else:
+                self.expected = end
+            return
+        self._other_event(logged, header, event, kind)
+
+    def _other_event(self, logged: LoggedEvent, header: EventHeader, event: object, kind: type) -> None:
+        code = header.type_code
         if code == _FDE:
             if not logged.copied_fde:
                 self.relay_writer = header.server_id
@@ -233,8 +261,8 @@ class Continuity:
             self._gap(
                 facts.log_name,
                 facts.pos,
-                f"GTID {facts.text} follows {domain}-…-{last} of the same domain, expected sequence "
-                f"number {last + 1}: {why}",
+                f"GTID {facts.text} follows {last} in domain {domain}, expected sequence number "
+                f"{last + 1}: {why}",
                 facts,
             )
             return
