@@ -84,8 +84,9 @@ class _Open:
 class Entry:
     """A segment read on its own: what its first events must agree with in the stream before it."""
 
-    first_gtid: GtidFacts | None = None
+    first_gtid: GtidFacts | None = None  # when the segment begins with a GTID event
     domains: dict[int, GtidFacts] = field(default_factory=dict)  # each domain's first GTID in it
+    started: bool = False  # an event was checked
 
 
 @dataclass(slots=True)
@@ -149,6 +150,13 @@ class Continuity:
         header = logged.header
         event = logged.event
         kind = type(event)
+        if (
+            self.entry is not None
+            and not self.entry.started
+            and kind is not MariaGtidEvent
+            and kind is not Gtid
+        ):
+            self.entry.started = True
         if kind is RowsEvent or kind is TableMap:
             # most events of every relay log: contiguous, inside a multi-statement transaction
             end = header.log_pos
@@ -212,8 +220,10 @@ class Continuity:
             self._start_afresh(facts)
             return
         entry = self.entry
-        if entry is not None and entry.first_gtid is None and self.open is None:
-            entry.first_gtid = facts  # the stream before the segment checks it (follows)
+        if entry is not None and not entry.started:
+            entry.first_gtid, entry.started = facts, True  # the stream before checks it (follows)
+            if facts.source_start is not None:
+                self.source_file, self.expected = facts.source_log_file, facts.source_end
         else:
             self._position_of(facts)
         group = self.open
