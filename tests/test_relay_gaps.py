@@ -438,3 +438,80 @@ def test_a_relay_log_that_starts_after_what_the_channel_applied_is_a_gap(tmp_pat
     assert status["last_error_number"] == 1594
     assert f"GTID 1-1-{first_gtid} follows 500 in domain 1" in str(status["last_error_message"])
     assert status["executed_gtid_set"] == "1-1-500"
+
+
+# ---------------------------------------------------------------------------
+# The check's parts
+# ---------------------------------------------------------------------------
+
+
+def damaged_seq_copy(folder: Path, name: str, pos: int, add: int) -> Path:
+    """m1 copied into folder with the GTID event at (name, pos) numbered `add` further."""
+    index = copy_m1(folder)
+    path = folder / name
+    data = bytearray(path.read_bytes())
+    size = struct.unpack_from("<I", data, pos + 9)[0]
+    assert data[pos + 4] == MARIADB_GTID
+    struct.pack_into("<Q", data, pos + 19, gtid_seq(bytes(data), pos) + add)
+    with_crc(data, pos, size)
+    path.write_bytes(bytes(data))
+    return index
+
+
+def test_a_gap_at_a_segment_boundary_is_found_by_chaining_the_segments(tmp_path: Path) -> None:
+    from engine.applier.prepare import prepare_segment
+    from engine.relaylog.segments import plan_segments
+
+    segments = list(plan_segments(read_index(RELAY / "relay-bin-m1.index"), None, 4, 100))
+    boundary = segments[7]
+    index = damaged_seq_copy(tmp_path / "relay", boundary.files[0].name, boundary.start_pos, 1181)
+    segments = list(plan_segments(read_index(index), None, 4, 100))
+    assert (segments[7].files[0].name, segments[7].start_pos) == (boundary.files[0].name, boundary.start_pos)
+    chain = Continuity()
+    for segment in segments[:7]:
+        prepared = prepare_segment(segment, 1000)
+        assert prepared.gap is None
+        chain = chain.follows(prepared.continuity.entry, prepared.continuity)
+    # The damaged GTID opens segment 7: its worker cannot judge it (the GTID after it going back
+    # is what the worker finds), the segment before it can, at the GTID's own position.
+    prepared = prepare_segment(segments[7], 1000)
+    assert prepared.gap is not None and prepared.gap[1] > boundary.start_pos
+    entry = Continuity.segment(segments[7].files[0], segments[7].start_pos)
+    for logged in stream_events(
+        RelayLogSet(None, segments[7].files), segments[7].files[0].name, boundary.start_pos
+    ):
+        entry.event(logged)  # the GTID alone: the entry it records
+        break
+    with pytest.raises(RelayLogGap, match="follows") as info:
+        chain.follows(entry.entry, entry)
+    assert (info.value.file, info.value.pos) == (boundary.files[0].name, boundary.start_pos)
+
+
+def test_the_undamaged_capture_chained_by_segments_has_no_gap() -> None:
+    from engine.applier.prepare import prepare_segment
+    from engine.relaylog.segments import plan_segments
+
+    for channel in ("m1", "m2"):
+        chain = Continuity()
+        for segment in plan_segments(read_index(RELAY / f"relay-bin-{channel}.index"), None, 4, 50):
+            prepared = prepare_segment(segment, 1000)
+            assert prepared.gap is None and prepared.continuity is not None
+            chain = chain.follows(prepared.continuity.entry, prepared.continuity)
+
+
+def test_letting_a_gap_past_starts_the_check_afresh_at_the_next_transaction(tmp_path: Path) -> None:
+    index = copy_m1(tmp_path / "relay")
+    with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
+        fh.truncate(TRUNCATED_SIZE)
+    continuity = Continuity(accept=lambda: True)
+    events = list(checked(stream_events(read_index(index)), continuity))
+    assert continuity.accepted == 1  # one gap, and everything after it follows on
+    assert events[-1].log_name == "relay-bin-m1.000014"
+    # a damaged sequence number is two discontinuities: the jump, and the way back after it
+    data = (RELAY / "relay-bin-m1.000006").read_bytes()
+    pos, _ = middle_gtid(data)
+    damaged = damaged_seq_copy(tmp_path / "seq", "relay-bin-m1.000006", pos, 1181)
+    continuity = Continuity(accept=lambda: True)
+    for _ in checked(stream_events(read_index(damaged)), continuity):
+        pass
+    assert continuity.accepted == 2

@@ -536,7 +536,10 @@ def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -
                         return PreparedSegment(segment.number, items, continuity=continuity)
     except RelayLogGap as gap:
         close_run()
-        return PreparedSegment(segment.number, items, gap=(gap.file, gap.pos, gap.detail))
+        # the segment's start is still checked against the one before: that gap would come first
+        return PreparedSegment(
+            segment.number, items, continuity=continuity, gap=(gap.file, gap.pos, gap.detail)
+        )
     except BinlogError:
         close_run()
         return PreparedSegment(segment.number, items, done, continuity)

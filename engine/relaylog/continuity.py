@@ -180,7 +180,7 @@ class Continuity:
                 self.relay_writer = header.server_id
                 return
             self.positions_logged = _version(event.server_version) >= (5, 1)  # type: ignore[attr-defined]
-            if header.log_pos and self.positions_logged:
+            if header.log_pos and self.positions_logged and not self.skipping:
                 # The source's own format description at the start of a binlog it opened.
                 self._position(logged, header.log_pos - header.event_size)
                 if self.open is not None:
@@ -199,6 +199,7 @@ class Continuity:
         if kind is GtidList and event.list_flags & _IGNORED_GTIDS:  # type: ignore[attr-defined]
             for g in event.gtids:  # type: ignore[attr-defined]
                 self.last_seq[g.domain_id] = max(self.last_seq.get(g.domain_id, 0), g.seq_no)
+            self.expected = None  # the receiver left their events out: positions go on past them
             return
         group = self.open
         if group is None:
@@ -219,6 +220,7 @@ class Continuity:
         if self.skipping:
             self._start_afresh(facts)
             return
+        accepted = self.accepted  # a gap let past below starts the check afresh at this GTID
         entry = self.entry
         if entry is not None and not entry.started:
             entry.first_gtid, entry.started = facts, True  # the stream before checks it (follows)
@@ -226,6 +228,8 @@ class Continuity:
                 self.source_file, self.expected = facts.source_log_file, facts.source_end
         else:
             self._position_of(facts)
+            if self.accepted != accepted:
+                return
         group = self.open
         if group is not None:
             again = (
@@ -251,6 +255,8 @@ class Continuity:
                 self.last_seq[group.gtid.domain] = group.gtid.seq - 1
         if facts.domain is not None:
             self._sequence(facts)
+            if self.accepted != accepted:
+                return
         self.open = _Open(facts, facts.multi_statement)
         self.at_start = False
 
