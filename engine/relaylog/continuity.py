@@ -347,6 +347,8 @@ class Continuity:
         """A MariaDB row-only transaction the compiled scanner read whole from pos to end (the
         process pool): its GTID, then its other events' positions from their headers."""
         _, _, server_id, size, log_pos, _ = _HEADER.unpack_from(data, pos)
+        if server_id == self.relay_writer:
+            return  # a binlog's own transaction, not a relay log's (as event() leaves it)
         start = log_pos - size if log_pos else None
         self.gtid(
             GtidFacts(
