@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.errors import RelaydeckError
+from engine.relaylog.index import validate_channel_name
+from engine.render import visible
 from engine.scheduling.writeset import DEFAULT_HISTORY_SIZE
 
 DEFAULT_WORKERS = (1, 2, 4, 8, 16)
@@ -83,7 +85,7 @@ def parse_channels(values: list[str]) -> list[tuple[str, Path]]:
         name, sep, index = text.partition("=")
         if not sep:
             name, index = "", text  # a bare index file is the default channel ''
-        channels.append((name, Path(index)))
+        channels.append((validate_channel_name(name), Path(index)))
     names = [name.lower() for name, _ in channels]
     if len(set(names)) != len(names):
         raise RelaydeckError("a channel is named twice")
@@ -157,18 +159,20 @@ def write_report(document: dict[str, Any], out: TextIO) -> None:
                 "  hottest keys: transactions writing it, of them waiting for an earlier one, key (hash)\n"
             )
             for key in channel["hot_keys"]:
-                label = key["key"] or "key not identified"
+                label = visible(key["key"]) if key["key"] else "key not identified"
                 out.write(f"    {key['transactions']:>8}  {key['waits']:>8}  {label} ({key['hash']})\n")
         if channel["hot_tables"]:
             out.write("  hottest tables: transactions, rows events, table\n")
             for table in channel["hot_tables"]:
-                out.write(f"    {table['transactions']:>8}  {table['rows_events']:>10}  {table['table']}\n")
+                out.write(
+                    f"    {table['transactions']:>8}  {table['rows_events']:>10}  {visible(table['table'])}\n"
+                )
         for error in channel["ddl_errors"]:
             out.write(
-                f"  note: a definition change could not be replayed, later hashes may differ: {error}\n"
+                f"  note: a definition change could not be replayed, later hashes may differ: {visible(error)}\n"
             )
         if channel["stopped_by"] != "end of relay log":
-            out.write(f"  note: reading stopped: {channel['stopped_by']}\n")
+            out.write(f"  note: reading stopped: {visible(channel['stopped_by'])}\n")
     seconds = document["seconds"]
     out.write(
         f"analysed in {seconds.get('total_s', 0):.1f} s (reading {seconds.get('read_s', 0):.1f} s, "

@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from engine.binlog.columns import decode_rows_event
 from engine.binlog.constants import EVENT_TYPE_NAMES, event_type_name
@@ -19,7 +19,7 @@ from engine.gc_tuning import relax_garbage_collector
 from engine.relaylog.continuity import Continuity, checked
 from engine.relaylog.index import resolve_inputs
 from engine.relaylog.stream import stream_events
-from engine.render import json_value, row_lines_fast
+from engine.render import json_value, json_visible, row_lines_fast, visible
 from engine.transactions import row_kind_name
 
 BUNDLED_RELAY_LOG = (
@@ -43,9 +43,19 @@ def _iter_inputs(paths: list[str], from_pos: int) -> Iterator[LoggedEvent]:
 
 
 def _row_lines(images) -> str:  # type: ignore[no-untyped-def]
-    head = f"### {row_kind_name(images.kind)} `{images.table_map.schema}`.`{images.table_map.table}` "
+    table_map = images.table_map
+    head = f"### {row_kind_name(images.kind)} `{visible(table_map.schema)}`.`{visible(table_map.table)}` "
+    columns = images.columns
+    if not all(c.name.isprintable() for c in columns):
+        columns = [_ShownColumn(visible(c.name)) for c in columns]
     # straight from the column lists: RowImages.rows() would build two dicts per row
-    return row_lines_fast(head, images.columns, (images.before, images.after), images.count)
+    return row_lines_fast(head, columns, (images.before, images.after), images.count)
+
+
+class _ShownColumn(NamedTuple):
+    """A column as a row line names it (its name escaped for the terminal)."""
+
+    name: str
 
 
 def _rows_json(images) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -117,12 +127,13 @@ def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> N
                 record["rows"] = _rows_json(images) if images is not None else None
                 if rows_error:
                     record["rows_error"] = rows_error
-            write(json.dumps(record, ensure_ascii=False) + "\n")
+            write(json_visible(json.dumps(record, ensure_ascii=False)) + "\n")
         else:
-            info = event.info().replace("\n", " ")
+            # statements and names from the log may hold terminal escape sequences: shown escaped
+            info = visible(event.info().replace("\n", " "))
             code = header.type_code
             write(
-                f"{logged.log_name}\t{logged.pos}\t{type_names.get(code) or event_type_name(code)}\t"
+                f"{visible(logged.log_name)}\t{logged.pos}\t{type_names.get(code) or event_type_name(code)}\t"
                 f"{header.server_id}\t{header.log_pos}\t{info}\n"
             )
             if images is not None:
@@ -393,9 +404,10 @@ def _print_warnings(result) -> None:  # type: ignore[no-untyped-def]
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     """One statement: through the running server's socket, else in this process."""
+    from engine.replica.commands import parse_statement
     from engine.replica.control import connect
     from engine.replica.errors import CommandError
-    from engine.replica.server import ReplicaServer
+    from engine.replica.server import ReplicaServer, check_channels
     from engine.repository import Repository
 
     remote = connect(args.repository) if Path(args.repository).exists() else None
@@ -403,10 +415,14 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
         if remote is not None:
             result = remote.execute(args.statement)
         else:
+            command = parse_statement(args.statement)
             slave = args.slave
             if slave is None:
                 with Repository(args.repository) as repo:
                     slave = repo.slave_path()
+                    if slave is None:
+                        # the statement's own error (an unknown channel: 3074) comes first
+                        check_channels(repo, command)
             if slave is None:
                 raise RelaydeckError(
                     f"{args.repository}: no slave is recorded for this repository yet; give --slave SLAVE.duckdb"
@@ -414,31 +430,37 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
             # Without a server, START applies what the relay logs hold and returns when done.
             replica = ReplicaServer(slave, args.repository, follow=False)
             try:
-                result = replica.execute(args.statement)
+                result = replica.execute(command)
                 replica.wait()
             finally:
                 replica.close()
     except CommandError as exc:
-        sys.stderr.write(f"{exc}\n")
+        sys.stderr.write(f"{exc.one_line()}\n")
         return 1
     finally:
         if remote is not None:
             remote.close()
     if args.json:
-        out.write(json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n")
+        out.write(json_visible(json.dumps(result.to_json(), ensure_ascii=False, default=str)) + "\n")
     elif result.columns:
         vertical = len(result.columns) > 8  # SHOW REPLICA STATUS reads best as \\G
         if vertical:
             for i, row in enumerate(result.rows, start=1):
                 out.write(f"*************************** {i}. row ***************************\n")
                 for key, value in zip(result.columns, row, strict=True):
-                    out.write(f"{key:>30}: {'' if value is None else value}\n")
+                    out.write(f"{key:>30}: {_shown(value)}\n")
         else:
             out.write("\t".join(result.columns) + "\n")
             for row in result.rows:
-                out.write("\t".join("" if x is None else str(x) for x in row) + "\n")
+                out.write("\t".join(_shown(x) for x in row) + "\n")
     _print_warnings(result)
     return 0
+
+
+def _shown(value: object) -> str:
+    """A result value as text: names and statements from a log print their control characters
+    escaped, never as terminal escape sequences."""
+    return "" if value is None else visible(str(value))
 
 
 def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
@@ -450,14 +472,18 @@ def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     with Repository(args.repository) as repo:
         rows = repo.status(args.channel)
     if args.channel is not None and not rows:
-        raise RelaydeckError(f"channel '{args.channel}' does not exist")
+        from engine.replica.errors import channel_does_not_exist
+
+        raise channel_does_not_exist(args.channel)
     if args.json:
-        out.write(json.dumps([r.to_json() for r in rows], ensure_ascii=False, default=str) + "\n")
+        out.write(
+            json_visible(json.dumps([r.to_json() for r in rows], ensure_ascii=False, default=str)) + "\n"
+        )
         return 0
     for i, row in enumerate(rows, start=1):
         out.write(f"*************************** {i}. row ***************************\n")
         for key, value in row.show_replica_status().items():
-            out.write(f"{key:>30}: {'' if value is None else value}\n")
+            out.write(f"{key:>30}: {_shown(value)}\n")
     return 0
 
 
@@ -467,25 +493,27 @@ def cmd_recovery(args: argparse.Namespace, out: TextIO) -> int:
 
     pictures = inspect_recovery(args.slave, args.repository, args.channel)
     if args.json:
-        out.write(json.dumps([p.to_json() for p in pictures], ensure_ascii=False) + "\n")
+        out.write(json_visible(json.dumps([p.to_json() for p in pictures], ensure_ascii=False)) + "\n")
         return 0
+    lines: list[str] = []
     for picture in pictures:
-        out.write(f"channel '{picture.channel}'\n")
-        out.write(f"  low-water mark: #{picture.lwm} at relay log {picture.lwm_relay_position or '(start)'}")
-        out.write(f", source {picture.lwm_source_position}\n" if picture.lwm_source_position else "\n")
-        out.write(f"  committed after it: {picture.committed_after_lwm}; gaps: {len(picture.gaps)}\n")
+        lines.append(f"channel '{picture.channel}'")
+        lwm = f"  low-water mark: #{picture.lwm} at relay log {picture.lwm_relay_position or '(start)'}"
+        lines.append(lwm + (f", source {picture.lwm_source_position}" if picture.lwm_source_position else ""))
+        lines.append(f"  committed after it: {picture.committed_after_lwm}; gaps: {len(picture.gaps)}")
         for w in picture.workers:
-            out.write(
+            lines.append(
                 f"  worker {w.worker}: last {w.relay_log}, checkpoint {w.checkpoint_relay_log}, "
-                f"seqno {w.checkpoint_seqno}/{w.checkpoint_group_size}, bitmap {w.bitmap or '-'}\n"
+                f"seqno {w.checkpoint_seqno}/{w.checkpoint_group_size}, bitmap {w.bitmap or '-'}"
             )
         for g in picture.groups:
             who = "GAP" if g.is_gap else f"committed by worker {g.committed_by}"
-            out.write(f"  #{g.ordinal} {g.transaction} at {g.relay_start}: {who}\n")
+            lines.append(f"  #{g.ordinal} {g.transaction} at {g.relay_start}: {who}")
         if picture.problem:
-            out.write(f"  problem: {picture.problem}\n")
-        for step in picture.plan:
-            out.write(f"  plan: {step}\n")
+            lines.append(f"  problem: {picture.problem}")
+        lines.extend(f"  plan: {step}" for step in picture.plan)
+    # channel names, file names and transactions come from logs: print them escaped
+    out.writelines(visible(line) + "\n" for line in lines)
     return 0
 
 

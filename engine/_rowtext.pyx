@@ -21,6 +21,8 @@ cdef inline str _quoted(object value):
     if kind is int:
         return str(value)
     if kind is str:
+        if not (<str> value).isprintable():
+            return _py_quoted(value)  # characters a terminal must see escaped (render.visible)
         if "\\" in value or "'" in value:
             value = (<str> value).replace("\\", "\\\\").replace("'", "\\'")
         return "'" + <str> value + "'"

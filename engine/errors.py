@@ -47,3 +47,33 @@ class RelayLogGap(BinlogError):
 
 class RelayIndexError(BinlogError):
     """An index file that is empty, dangling, or names a file that does not exist."""
+
+
+class NumberedError(RelaydeckError):
+    """An error with MySQL's number, worded as the mysql client prints it: `ERROR n: message`."""
+
+    def __init__(self, errno: int, message: str) -> None:
+        self.errno = errno
+        self.message = message
+        super().__init__(f"ERROR {errno}: {message}")
+
+
+# MySQL's numbers for the errors below
+ER_CANT_LOCK = 1015
+ER_CANT_OPEN_FILE = 1016
+ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG = 3076
+
+
+class ChannelNameError(NumberedError, ValueError):
+    """A channel name WL#1697 or relaydeck refuses (too long, or characters a file name or a
+    terminal should not hold); a ValueError too, as a bad argument."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG,
+            f"Couldn't create channel: Channel name is either invalid or too long ({detail})",
+        )
+
+
+class SlaveFileError(NumberedError):
+    """The slave's DuckDB file cannot be opened: held by another process, or not a database."""

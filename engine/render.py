@@ -3,12 +3,65 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+import unicodedata
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 from .binlog.compiled import load
 from .binlog.json_binary import json_text
+
+# Categories a terminal does not show as themselves: controls (ESC starts escape sequences, C1's
+# CSI too), format characters (bidi overrides, zero-width characters), line/paragraph separators.
+_HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
+
+
+def _escaped(char: str) -> str:
+    if char == " " or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
+        return char
+    code = ord(char)
+    # \xNN as mysqlbinlog -v writes control bytes; \uNNNN / \UNNNNNNNN beyond Latin-1
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def visible(text: str) -> str:
+    """Text from a log as a terminal may print it: characters that would act on the terminal or
+    hide text instead of showing (see _HIDDEN_CATEGORIES) escaped, e.g. ESC as \\x1b."""
+    if text.isprintable():
+        return text
+    return "".join([_escaped(c) for c in text])
+
+
+_BEYOND_ASCII = re.compile("[^\x00-\x7e]+")  # json.dumps escapes C0 itself
+
+
+def _json_run(match: re.Match[str]) -> str:
+    run = match.group()
+    if run.isprintable():
+        return run
+    return "".join([_json_char(c) for c in run])
+
+
+def _json_char(char: str) -> str:
+    if unicodedata.category(char) not in _HIDDEN_CATEGORIES:
+        return char
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON spells a character beyond the BMP as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_visible(document: str) -> str:
+    """JSON text from json.dumps(ensure_ascii=False), which escapes only C0, with the other
+    characters that act on a terminal or hide text (DEL, C1, bidi, zero-width…) written as \\uNNNN
+    escapes: the same JSON value, safe to print."""
+    if document.isascii() and "\x7f" not in document:
+        return document
+    return _BEYOND_ASCII.sub(_json_run, document)
 
 
 def time_text(value: dt.timedelta) -> str:
@@ -91,6 +144,8 @@ def quoted(value: Any) -> str:
     if kind is str:
         if "\\" in value or "'" in value:
             value = value.replace("\\", "\\\\").replace("'", "\\'")
+        if not value.isprintable():
+            value = visible(value)
         return f"'{value}'"
     if value is None:
         return "NULL"
@@ -104,7 +159,7 @@ def quoted(value: Any) -> str:
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
         return value_text(value)
     text = value_text(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
+    return f"'{visible(text)}'"
 
 
 def row_lines(

@@ -66,6 +66,8 @@ class _Live:
     relay_file: str | None = None
     relay_pos: int = 0
     applied_commit_ts: float | None = None  # source commit time of the newest transaction committed
+    last_applied: str | None = None  # the last transaction committed: its GTID, else its relay position
+    last_applied_at: float | None = None
     state: str = "ON"
     started: float = field(default_factory=time.monotonic)
 
@@ -237,6 +239,8 @@ class ChannelRun:
         live = self.live
         if live.applied_commit_ts is None or newest > live.applied_commit_ts:
             live.applied_commit_ts = newest
+        last = transactions[-1]
+        live.last_applied, live.last_applied_at = last.gtid or str(last.end), time.time()
         if self.settings.on_commit is not None:
             self.settings.on_commit(transactions)
 
@@ -366,8 +370,22 @@ class ChannelRun:
         workers: list[dict[str, object]] = []
         worker_stats: list[dict[str, object]] = []
         applier = self.applier
+        if isinstance(applier, ChannelApplier):
+            stats["rows_applied"] = applier.stats.row_changes
+            if live.last_applied is not None:
+                # performance_schema's by-worker table holds the single applier thread as worker 0
+                workers.append(
+                    {
+                        "CHANNEL_NAME": spec.name,
+                        "WORKER_ID": 0,
+                        "SERVICE_STATE": "ON" if live.state == "ON" else "OFF",
+                        "LAST_APPLIED_TRANSACTION": live.last_applied,
+                        "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP": mysql_timestamp(live.last_applied_at),
+                    }
+                )
         if isinstance(applier, ParallelApplier):
             statuses = applier.worker_status()
+            stats["rows_applied"] = sum(w.rows for w in statuses)
             queued_bytes = 0
             for w in statuses:
                 workers.append(

@@ -45,6 +45,7 @@ from typing import Any
 import sqlite_utils
 
 from .errors import RelaydeckError
+from .private_files import restrict_new_files
 from .relaylog.index import validate_channel_name
 
 __all__ = [
@@ -184,7 +185,7 @@ RELAY_LOG_INFO = _Table(
         _text("Master_log_name"),
         _int("Master_log_pos"),
         _int("Sql_delay"),
-        _int("Number_of_workers", 4),  # replica_parallel_workers' default since MySQL 8.0.27
+        _int("Number_of_workers"),  # 0: the single applier, relaydeck's replica_parallel_workers default
         _int("Id", 1),
         _key("Channel_name"),
         _opt("Privilege_checks_username"),
@@ -312,7 +313,6 @@ CHANNEL_STATS = _Table(
     (
         _key("channel"),
         _int("transactions_applied"),
-        _int("events_applied"),
         _int("bytes_applied"),
         _int("rows_applied"),
         _text("relay_log_file_read"),
@@ -503,7 +503,6 @@ class ChannelStatus:
     number_of_workers: int
     workers_running: int
     transactions_applied: int
-    events_applied: int
     rows_applied: int
     bytes_applied: int
     last_applied_transaction: str
@@ -608,9 +607,9 @@ def _channel_status(
         executed_gtid_set=rli.get("Executed_gtid_set", ""),
         sql_delay=rli.get("Sql_delay", 0),
         number_of_workers=rli.get("Number_of_workers", 0),
-        workers_running=sum(1 for w in workers if w["SERVICE_STATE"] == "ON"),
+        # worker 0 is the single applier's thread, not a worker
+        workers_running=sum(1 for w in workers if w["SERVICE_STATE"] == "ON" and w["WORKER_ID"]),
         transactions_applied=stats.get("transactions_applied", 0),
-        events_applied=stats.get("events_applied", 0),
         rows_applied=stats.get("rows_applied", 0),
         bytes_applied=stats.get("bytes_applied", 0),
         last_applied_transaction=last["LAST_APPLIED_TRANSACTION"] if last else "",
@@ -641,6 +640,7 @@ class Repository:
             raise RepositoryError("the replication repository needs sqlite-utils 4 or later")
         self.path = Path(path)
         self._lock = threading.RLock()
+        restrict_new_files()  # the repository holds the source's credentials; its WAL and -shm too
         try:
             # isolation_level=None: transactions are opened and closed here, never implicitly
             self._conn = sqlite3.connect(

@@ -162,6 +162,7 @@ class WorkerStatus:
     last_applied: str | None = None
     last_applied_at: float | None = None
     transactions: int = 0
+    rows: int = 0  # row changes committed
     batches: int = 0
     conflict_retries: int = 0
     queued: int = 0
@@ -868,6 +869,7 @@ class ParallelApplier:
             self._release_locked(batch)
             status = worker.status
             status.transactions += len(batch)
+            status.rows = executor.rows.rows_applied
             status.batches += 1
             status.last_applied = last.gtid or str(last.end)
             status.last_applied_at = time.time()

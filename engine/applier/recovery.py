@@ -334,7 +334,9 @@ def recovery_pictures(slave: Slave, repository, channel: str | None = None) -> l
     names.update({n.lower(): n for n in repository.channels()})
     if channel is not None:
         if channel.lower() not in names:
-            raise RecoveryError(f"channel '{channel}' does not exist")
+            from ..replica.errors import channel_does_not_exist
+
+            raise channel_does_not_exist(channel)
         names = {channel.lower(): names[channel.lower()]}
     pictures = []
     for name in sorted(names.values()):

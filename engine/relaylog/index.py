@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RelayIndexError
+from ..errors import ChannelNameError, RelayIndexError
 
 MAX_CHANNEL_NAME_LENGTH = 64
 _NUMBERED = re.compile(r"^(.*)\.(\d+)$")
@@ -104,13 +104,22 @@ def resolve_inputs(paths: list[str]) -> list[RelayLogSet]:
 
 
 def validate_channel_name(name: str) -> str:
-    """WL#1697: up to 64 characters; relaydeck also refuses what could leave the relay-log folder."""
+    """WL#1697: up to 64 characters. relaydeck also refuses what could leave the relay-log folder
+    and what does not print as itself (control and format characters: C0, DEL, C1, bidi overrides,
+    zero-width characters, and other separators than the space): a name shows in file names,
+    terminals and errors, where such characters could hide or rewrite text."""
     if len(name) > MAX_CHANNEL_NAME_LENGTH:
-        raise ValueError(f"channel name {name!r} is longer than {MAX_CHANNEL_NAME_LENGTH} characters")
-    bad = [c for c in name if c in "/\\\0" or ord(c) < 32]
-    if bad or name in (".", "..") or name.strip() != name:
-        raise ValueError(f"channel name {name!r} has characters a relay-log file name cannot hold")
+        raise ChannelNameError(f"longer than {MAX_CHANNEL_NAME_LENGTH} characters")
+    if not name.replace(" ", "").isprintable():
+        raise ChannelNameError(f"{_shown(name)} holds characters that do not print")
+    if any(c in "/\\" for c in name) or name in (".", "..") or name.strip() != name:
+        raise ChannelNameError(f"{_shown(name)} has characters a relay-log file name cannot hold")
     return name
+
+
+def _shown(name: str) -> str:
+    """The name quoted, its unprintable characters escaped (\\x1b, \\u202e)."""
+    return "'" + "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in name) + "'"
 
 
 def channel_relay_log_names(base: str, channel: str) -> tuple[str, str]:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import RelaydeckError
+from ..errors import ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG as ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG
+from ..errors import ChannelNameError, NumberedError
+from ..relaylog.index import validate_channel_name
 
+ER_ACCESS_DENIED_ERROR = 1045
 ER_PARSE_ERROR = 1064
 ER_SLAVE_MUST_STOP = 1198
 ER_GLOBAL_VARIABLE = 1229
@@ -22,7 +25,6 @@ ER_SLAVE_WAS_NOT_RUNNING = 1255
 ER_RELAY_LOG_INIT = 1380
 ER_WRONG_ARGUMENTS = 1210
 ER_MTS_CHANGE_MASTER_CANT_RUN_WITH_GAPS = 1802
-ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG = 3076
 ER_SLAVE_CHANNEL_DOES_NOT_EXIST = 3074
 ER_SLAVE_MULTIPLE_CHANNELS_HOST_PORT = 3075
 ER_SLAVE_MAX_CHANNELS_EXCEEDED = 3080
@@ -37,15 +39,11 @@ ER_BAD_SLAVE = 1200
 ER_ERROR_WHEN_EXECUTING_COMMAND = 1220
 ER_UNKNOWN_TARGET_BINLOG = 1373
 ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
+CR_CONNECTION_ERROR = 2002  # a client error: cannot connect through the local socket
 
 
-class CommandError(RelaydeckError):
+class CommandError(NumberedError):
     """A replication statement that failed: MySQL's error number and message."""
-
-    def __init__(self, errno: int, message: str) -> None:
-        self.errno = errno
-        self.message = message
-        super().__init__(f"ERROR {errno}: {message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +69,14 @@ def parse_error(near: str) -> CommandError:
         "You have an error in your SQL syntax; check the manual that corresponds to your MySQL "
         f"server version for the right syntax to use near '{near[:80]}' at line 1",
     )
+
+
+def checked_channel_name(channel: str) -> str:
+    """The name a statement gives, validated as everywhere (relaylog.index), failing with 3076."""
+    try:
+        return validate_channel_name(channel)
+    except ChannelNameError as exc:
+        raise CommandError(exc.errno, exc.message) from None
 
 
 def channel_does_not_exist(channel: str) -> CommandError:

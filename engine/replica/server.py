@@ -28,7 +28,7 @@ from ..applier.parallel import POOLS, ParallelOptions
 from ..applier.single import BatchLimits, CommitCallback, Until, gtid_set_text
 from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
-from ..relaylog.index import channel_relay_log_names, read_index, validate_channel_name
+from ..relaylog.index import channel_relay_log_names, read_index
 from ..replay import STATUS_INTERVAL_S, ChannelRun, ChannelSpec, RunSettings
 from ..repository import MAX_CHANNELS, ChannelStatus, Repository
 from ..slave.database import Slave
@@ -52,7 +52,6 @@ from .errors import (
     ER_MTS_CHANGE_MASTER_CANT_RUN_WITH_GAPS,
     ER_NOT_SUPPORTED_YET,
     ER_RELAY_LOG_INIT,
-    ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG,
     ER_SLAVE_MAX_CHANNELS_EXCEEDED,
     ER_UNKNOWN_TARGET_BINLOG,
     ER_WRONG_ARGUMENTS,
@@ -61,6 +60,7 @@ from .errors import (
     already_running,
     already_stopped,
     channel_does_not_exist,
+    checked_channel_name,
     for_channel,
     multiple_channels,
     must_stop,
@@ -258,14 +258,7 @@ class ReplicaServer:
         return self.repository.channels()
 
     def _existing(self, channel: str) -> str:
-        """A channel a statement names: it must exist (ER_SLAVE_CHANNEL_DOES_NOT_EXIST)."""
-        try:
-            found = self.repository.find_channel(channel)
-        except RelaydeckError:
-            found = None
-        if found is None:
-            raise channel_does_not_exist(channel)
-        return found
+        return existing_channel(self.repository, channel)
 
     def _single(self, channel: str | None) -> str:
         """Statements that act on one channel: without FOR CHANNEL, only while there is one."""
@@ -280,8 +273,7 @@ class ReplicaServer:
         return self._channel_names() if channel is None else [self._existing(channel)]
 
     def _index_of(self, name: str) -> str:
-        rli = self.repository.relay_log_info(name) or {}
-        return rli.get("Relay_log_index") or ""
+        return _relay_log_index(self.repository, name)
 
     # -- CHANGE REPLICATION SOURCE TO -----------------------------------------------------------
 
@@ -292,14 +284,7 @@ class ReplicaServer:
                 raise multiple_channels()
             name = ""
         else:
-            try:
-                validate_channel_name(cmd.channel)
-            except ValueError:
-                raise CommandError(
-                    ER_SLAVE_CHANNEL_NAME_INVALID_OR_TOO_LONG,
-                    "Couldn't create channel: Channel name is either invalid or too long.",
-                ) from None
-            name = self.repository.find_channel(cmd.channel) or cmd.channel
+            name = self.repository.find_channel(checked_channel_name(cmd.channel)) or cmd.channel
         options = dict(cmd.options)
         for option in options:
             if option not in CHANGE_OPTIONS:
@@ -422,19 +407,7 @@ class ReplicaServer:
             warnings.append(Warning_("Note", ER_NOT_SUPPORTED_YET, NO_RECEIVER))
             if "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
-        if cmd.channel is None:
-            names = self._channel_names()
-            if cmd.until is not None and len(names) > 1:
-                raise multiple_channels()
-            # MySQL starts the channels that are configured and passes over the others
-            targets = [n for n in names if self._index_of(n)]
-            if not targets:
-                raise _not_configured("")
-        else:
-            name = self._existing(cmd.channel)
-            if not self._index_of(name):
-                raise _not_configured(name)
-            targets = [name]
+        targets = start_targets(self.repository, cmd)
         until = _until(cmd.until)
         for name in targets:
             if self.running(name):
@@ -616,6 +589,55 @@ class ReplicaServer:
         if rli.get("Applier_state") == "ON":
             self.repository.update_relay_log_info(name, Applier_state="OFF")
         self.repository.publish_status({"CHANNEL_NAME": name, "SERVICE_STATE": "OFF"}, [])
+
+
+def existing_channel(repository: Repository, channel: str) -> str:
+    """A channel a statement names, as stored: a valid name (3076) that exists (3074)."""
+    found = repository.find_channel(checked_channel_name(channel))
+    if found is None:
+        raise channel_does_not_exist(channel)
+    return found
+
+
+def check_channels(repository: Repository, command: object) -> None:
+    """WL#1697's channel checks of a statement, which need only the repository: a valid name
+    (3076), a channel that exists (3074; CHANGE creates it), and for START a configured one (1200).
+    ReplicaServer makes them as it executes; a caller without a slave makes them first, so that
+    its answer is the statement's own."""
+    threads = getattr(command, "threads", ())
+    if "IO_THREAD" in threads and "SQL_THREAD" not in threads:
+        return  # no receiver thread: START/STOP IO_THREAD only leaves a note
+    if isinstance(command, StartReplica):
+        start_targets(repository, command)
+        return
+    channel = getattr(command, "channel", None)
+    if channel is None:
+        return
+    if isinstance(command, ChangeSource):
+        checked_channel_name(channel)
+    else:
+        existing_channel(repository, channel)
+
+
+def start_targets(repository: Repository, cmd: StartReplica) -> list[str]:
+    """The channels a START acts on: the one named, else every configured one (as MySQL, which
+    passes over the others); 3074 / 3079 / 1200 when there is none to start."""
+    if cmd.channel is None:
+        names = repository.channels()
+        if cmd.until is not None and len(names) > 1:
+            raise multiple_channels()
+        targets = [n for n in names if _relay_log_index(repository, n)]
+        if not targets:
+            raise _not_configured("")
+        return targets
+    name = existing_channel(repository, cmd.channel)
+    if not _relay_log_index(repository, name):
+        raise _not_configured(name)
+    return [name]
+
+
+def _relay_log_index(repository: Repository, name: str) -> str:
+    return (repository.relay_log_info(name) or {}).get("Relay_log_index") or ""
 
 
 def _option_value(option: str, value: Value, kind: str) -> Any:

@@ -9,6 +9,7 @@ any stop resumes from the last position DuckDB says it committed.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from ..errors import ER_CANT_LOCK, ER_CANT_OPEN_FILE, SlaveFileError
+from ..private_files import restrict_new_files
 from .schema import Catalog
 
 if TYPE_CHECKING:
@@ -93,12 +96,38 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+def open_slave_file(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the slave; a file another process holds, or one that is not a DuckDB
+    database, is a one-line error naming the file (and the process, where DuckDB names it)."""
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.Error as exc:
+        message = str(exc).removeprefix("IO Error: ")
+        holder = re.search(r"Conflicting lock is held in .*\(PID (\d+)\)", message)
+        if holder is None:
+            raise SlaveFileError(
+                ER_CANT_OPEN_FILE, f"slave file {path} cannot be opened: {message}"
+            ) from None
+        pid = int(holder.group(1))
+        who = "another relaydeck process" if _is_relaydeck(pid) else "another process"
+        raise SlaveFileError(ER_CANT_LOCK, f"slave file {path} is in use by {who} (pid {pid})") from None
+
+
+def _is_relaydeck(pid: int) -> bool:
+    try:
+        return b"relaydeck" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class _SharedDatabase:
     """What every session on one slave file shares: the connection, the catalog, the DDL lock."""
 
     def __init__(self, path: str, read_only: bool = False) -> None:
         self.path = path
-        self.con = duckdb.connect(path, read_only=read_only)
+        if not read_only:
+            restrict_new_files()  # the replicated data: the file and the WAL DuckDB creates later
+        self.con = open_slave_file(path, read_only)
         if not read_only:
             self.con.execute(_SETUP)
             # DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the

@@ -1,0 +1,287 @@
+"""Decompression bombs: compressed events whose data inflates to far more than they declare, or
+whose declaration is impossible, end in one clean error naming file and position, within seconds
+and in bounded memory.
+
+The bombs are real events of the bundled logs (a MariaDB 10.11 Write_rows / Query event, MySQL
+8.0's Transaction_payload) recompressed around zeros, which zlib and ZSTD shrink the most: about
+1 MB of zlib data inflates to 1 GiB. `relaydeck events --json --rows` and `relaydeck replay` run in
+a subprocess under a 1 GiB address-space limit, and the peak resident memory of that very process
+is read from wait4().
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from engine.binlog.constants import EventType
+from engine.binlog.events.compression import MAX_UNCOMPRESSED
+
+from .test_bad_input import Run, assert_one_line_error
+from .test_decoder import SHOP, first_of, raw_events, rebuild
+
+ROOT = Path(__file__).resolve().parent.parent
+PAYLOAD_LOG = ROOT / "fixtures" / "public-binlogs" / "rmc" / "transaction_compression.000001"
+MIB = 1 << 20
+ADDRESS_SPACE = 1 << 30  # for `events`; DuckDB's threads reserve more address space than that
+REPLAY_ADDRESS_SPACE = 4 << 30
+PEAK_RSS_LIMIT = 250 * MIB  # the interpreter and its modules take ~100 MB; every bomb here declares more
+TIMEOUT = 60  # a hang fails the test; the time taken is asserted separately
+SECONDS_LIMIT = 20  # two shared cores: a 300 MiB confirmation pass takes a few seconds
+
+
+def _limit_address_space(size: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+@dataclass(frozen=True)
+class Measured:
+    run: Run
+    peak_rss: int
+    seconds: float
+
+
+def run_measured(tmp_path: Path, *args: str | Path) -> Measured:
+    """`relaydeck ARGS` in a fresh process; the peak RSS of that process alone (wait4)."""
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    started = time.monotonic()
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "console.cli", *map(str, args)],
+            cwd=ROOT,
+            stdout=stdout,
+            stderr=stderr,
+            preexec_fn=functools.partial(
+                _limit_address_space, REPLAY_ADDRESS_SPACE if args[0] == "replay" else ADDRESS_SPACE
+            ),
+        )
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - started > TIMEOUT:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            pytest.fail(f"relaydeck {args} still running after {TIMEOUT} s")
+        time.sleep(0.02)
+    seconds = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    run = Run(
+        proc.returncode,
+        out.read_bytes().decode("utf-8", "backslashreplace"),
+        err.read_bytes().decode("utf-8", "backslashreplace"),
+    )
+    return Measured(run, usage.ru_maxrss * 1024, seconds)
+
+
+# ---------------------------------------------------------------------------
+# Compressed zeros, made once per size
+# ---------------------------------------------------------------------------
+
+
+@functools.cache
+def zlib_zeros(size: int) -> bytes:
+    deflater = zlib.compressobj(9)
+    block = bytes(MIB)
+    parts = [deflater.compress(block) for _ in range(size // MIB)]
+    return b"".join([*parts, deflater.flush()])
+
+
+@functools.cache
+def zstd_zeros(size: int) -> bytes:
+    """A ZSTD frame of zeros that does not state its own size (as a streaming writer leaves it)."""
+    compressor = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+    block = bytes(MIB)
+    parts = [compressor.compress(block) for _ in range(size // MIB)]
+    return b"".join([*parts, compressor.flush()])
+
+
+def mariadb_record(declared: int, stream: bytes, length_bytes: int = 4) -> bytes:
+    return bytes([0x80 | length_bytes]) + declared.to_bytes(length_bytes, "big") + stream
+
+
+# ---------------------------------------------------------------------------
+# Bomb files
+# ---------------------------------------------------------------------------
+
+
+def write_log(path: Path, events: list[bytes]) -> Path:
+    path.write_bytes(b"\xfebin" + b"".join(events))
+    return path
+
+
+def zlib_rows_bomb(path: Path, declared: int, stream: bytes) -> tuple[Path, int]:
+    """The shop log's format description, a table map and a Write_rows_compressed_v1 carrying
+    `stream` as its row images; returns the file and the bomb's position."""
+    events = raw_events(SHOP)
+    fde, table_map = events[0][1], first_of(events, EventType.TABLE_MAP)
+    rows = next(raw for t, raw in events if t == EventType.WRITE_ROWS_V1 and raw[19:25] == table_map[19:25])
+    plain_part = 19 + 8 + 1 + (rows[27] + 7) // 8  # table id, flags, width (one byte), bitmap
+    bomb = rebuild(
+        rows, EventType.WRITE_ROWS_COMPRESSED_V1, rows[19:plain_part] + mariadb_record(declared, stream)
+    )
+    return write_log(path, [fde, table_map, bomb]), 4 + len(fde) + len(table_map)
+
+
+def zlib_query_bomb(path: Path, declared: int, stream: bytes) -> tuple[Path, int]:
+    events = raw_events(SHOP)
+    fde = events[0][1]
+    plain = next(raw for t, raw in events if t == EventType.QUERY and b"CREATE TABLE" in raw)
+    status_len = struct.unpack_from("<H", plain, 19 + 11)[0]
+    split = 19 + 13 + status_len + plain[19 + 8] + 1  # post-header, status, database, NUL
+    bomb = rebuild(plain, EventType.QUERY_COMPRESSED, plain[19:split] + mariadb_record(declared, stream))
+    return write_log(path, [fde, bomb]), 4 + len(fde)
+
+
+def _packed(n: int) -> bytes:
+    if n < 251:
+        return bytes((n,))
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little")
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little")
+    return b"\xfe" + n.to_bytes(8, "little")
+
+
+def _payload_field(field_type: int, value: int) -> bytes:
+    packed = _packed(value)
+    return bytes((field_type,)) + _packed(len(packed)) + packed
+
+
+def zstd_payload_bomb(path: Path, declared: int, frame: bytes) -> tuple[Path, int]:
+    """MySQL 8.0's log up to its Transaction_payload, which is replaced by one carrying `frame`."""
+    events = raw_events(PAYLOAD_LOG)
+    head = [raw for t, raw in events[: next(i for i, (t, _) in enumerate(events) if t == 40)]]
+    payload = next(raw for t, raw in events if t == 40)
+    body = b"".join(
+        (
+            _payload_field(2, 0),  # compression type: ZSTD
+            _payload_field(3, declared),  # uncompressed size
+            _payload_field(1, len(frame)),  # payload size
+            b"\x00",  # end of the header fields
+            frame,
+        )
+    )
+    return write_log(path, [*head, rebuild(payload, body=body)]), 4 + sum(map(len, head))
+
+
+def zstd_frame_claiming(size: int) -> bytes:
+    """A small ZSTD frame whose header's content size field is rewritten to `size`."""
+    frame = bytearray(zstandard.ZstdCompressor(write_content_size=True).compress(bytes(MIB)))
+    descriptor = frame[4]
+    assert descriptor >> 6 == 2 and descriptor & 0x20, "expected a single-segment frame with a 4-byte size"
+    frame[5:9] = size.to_bytes(4, "little")
+    assert zstandard.frame_content_size(bytes(frame)) == size
+    return bytes(frame)
+
+
+# ---------------------------------------------------------------------------
+# The contract
+# ---------------------------------------------------------------------------
+
+
+def assert_clean_bounded_error(measured: Measured, path: Path, pos: int, words: str) -> None:
+    line = assert_one_line_error(measured.run, path, pos)
+    assert words in line, line
+    assert measured.peak_rss < PEAK_RSS_LIMIT, f"peak RSS {measured.peak_rss / MIB:.0f} MiB: {line}"
+    assert measured.seconds < SECONDS_LIMIT, f"{measured.seconds:.1f} s: {line}"
+
+
+ZLIB_BOMBS = {
+    # a 1 MB relay file: 1 GiB of zeros behind a small declaration
+    "declares_1000_bytes_inflates_to_1GiB": (1000, 1 << 30, "inflates past the 1000 bytes declared"),
+    # a large declaration within the limit, which must be confirmed before it is allocated
+    "declares_300MiB_inflates_to_1GiB": (300 * MIB, 1 << 30, f"inflates past the {300 * MIB} bytes declared"),
+    # padded after the stream's end (zlib ignores it), so that the declaration looks possible
+    "declares_300MiB_holds_200MiB": (
+        300 * MIB,
+        200 * MIB,
+        f"inflates to {200 * MIB} bytes, {300 * MIB} declared",
+    ),
+    "declares_more_than_the_server_limit": (0xFFFF_FFFF, 1 << 30, "over max_allowed_packet's limit"),
+    "declares_more_than_zlib_can_hold": (1 << 30, 64 * MIB, "bytes of zlib data can hold"),
+}
+
+
+@pytest.mark.parametrize("case", list(ZLIB_BOMBS))
+def test_a_zlib_rows_bomb_is_a_clean_error_in_bounded_memory(tmp_path: Path, case: str) -> None:
+    declared, inflated, words = ZLIB_BOMBS[case]
+    stream = zlib_zeros(inflated)
+    if case == "declares_300MiB_holds_200MiB":
+        stream += bytes(declared // 1000 - len(stream))
+    path, pos = zlib_rows_bomb(tmp_path / "relay-bin-m2.000001", declared, stream)
+    measured = run_measured(tmp_path, "events", "--json", "--rows", path)
+    assert_clean_bounded_error(measured, path, pos, words)
+
+
+def test_the_1GiB_zlib_bomb_fits_a_1MB_relay_file(tmp_path: Path) -> None:
+    path, _ = zlib_rows_bomb(tmp_path / "relay-bin-m2.000001", 1000, zlib_zeros(1 << 30))
+    assert path.stat().st_size < 1_100_000
+
+
+def test_a_zlib_query_bomb_is_a_clean_error_in_bounded_memory(tmp_path: Path) -> None:
+    path, pos = zlib_query_bomb(tmp_path / "relay-bin-m2.000001", 1000, zlib_zeros(1 << 30))
+    measured = run_measured(tmp_path, "events", "--json", "--rows", path)
+    assert_clean_bounded_error(measured, path, pos, "inflates past the 1000 bytes declared")
+
+
+ZSTD_BOMBS = {
+    "declares_1000_bytes_inflates_to_1GiB": (
+        1000,
+        lambda: zstd_zeros(1 << 30),
+        "inflates past the 1000 bytes",
+    ),
+    "declares_300MiB_inflates_to_1GiB": (
+        300 * MIB,
+        lambda: zstd_zeros(1 << 30),
+        f"inflates past the {300 * MIB} bytes declared",
+    ),
+    "declares_more_than_the_server_limit": (
+        MAX_UNCOMPRESSED + 1,
+        lambda: zstd_zeros(1 << 30),
+        "over max_allowed_packet's limit",
+    ),
+    "frame_claims_4GiB": (MIB, lambda: zstd_frame_claiming(0xFFFF_FFF0), "frame declares 4294967280 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", list(ZSTD_BOMBS))
+def test_a_zstd_payload_bomb_is_a_clean_error_in_bounded_memory(tmp_path: Path, case: str) -> None:
+    declared, frame, words = ZSTD_BOMBS[case]
+    path, pos = zstd_payload_bomb(tmp_path / "binlog.000001", declared, frame())
+    measured = run_measured(tmp_path, "events", "--json", "--rows", path)
+    assert_clean_bounded_error(measured, path, pos, words)
+
+
+def test_the_1GiB_zstd_bomb_is_a_few_kilobytes(tmp_path: Path) -> None:
+    path, _ = zstd_payload_bomb(tmp_path / "binlog.000001", 1000, zstd_zeros(1 << 30))
+    assert path.stat().st_size < 100_000
+
+
+@pytest.mark.parametrize("kind", ["zlib", "zstd"])
+def test_replaying_a_bomb_is_a_clean_error_in_bounded_memory(tmp_path: Path, kind: str) -> None:
+    relay = tmp_path / "relay"
+    relay.mkdir()
+    if kind == "zlib":
+        path, pos = zlib_rows_bomb(relay / "relay-bin-m2.000001", 300 * MIB, zlib_zeros(1 << 30))
+    else:
+        path, pos = zstd_payload_bomb(relay / "relay-bin-m2.000001", 300 * MIB, zstd_zeros(1 << 30))
+    index = relay / "relay-bin-m2.index"
+    index.write_text(f"{path}\n")
+    slave, repository = tmp_path / "slave.duckdb", tmp_path / "repository.sqlite"
+    measured = run_measured(
+        tmp_path, "replay", "--slave", slave, "--repository", repository, "--channel", f"m2={index}"
+    )
+    assert_clean_bounded_error(measured, path, pos, f"inflates past the {300 * MIB} bytes declared")
