@@ -24,7 +24,7 @@ from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError, RelaydeckError
 from ..gtids import ExecutedGtids, GtidSet
-from ..relaylog.continuity import Continuity, checked
+from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
@@ -183,13 +183,15 @@ def _read_chunks(
         events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow)
     else:
         events = stream_events(logs, start_file=start_file, start_pos=start_pos)
+    check = None
     if continuity is not None:
         if start_file is not None:
             path = next((p for p in logs.files if p.name == start_file), None)
             if path is not None:
                 continuity.starting_in(path, start_pos)
-        events = checked(events, continuity)
+        check = continuity.event
     assembler = TransactionAssembler()
+    feed = assembler.feed
     chunk: list[object] = []
     try:
         try:
@@ -199,7 +201,9 @@ def _read_chunks(
                     yield chunk
                     chunk = []
                     continue
-                chunk.extend(assembler.feed(logged))
+                if check is not None:
+                    check(logged)
+                chunk.extend(feed(logged))
                 if len(chunk) >= 256:
                     yield chunk
                     chunk = []

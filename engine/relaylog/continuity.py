@@ -143,34 +143,25 @@ class Continuity:
 
     def event(self, logged: LoggedEvent) -> None:
         """Check one event (raises RelayLogGap); inner events of a payload need no check."""
-        if logged.inner:
-            return
-        if logged.log_name != self.relay_file:
-            self._relay_file_begins(logged)
-        header = logged.header
-        event = logged.event
+        event, header, log_name, _, _, source_log_file, _, _, inner = logged
         kind = type(event)
-        if (
-            self.entry is not None
-            and not self.entry.started
-            and kind is not MariaGtidEvent
-            and kind is not Gtid
-        ):
-            self.entry.started = True
+        if inner:
+            return
+        if log_name != self.relay_file:
+            self._relay_file_begins(logged)
+        entry = self.entry
+        if entry is not None and not entry.started and kind is not MariaGtidEvent and kind is not Gtid:
+            entry.started = True
         if kind is RowsEvent or kind is TableMap:
             # most events of every relay log: contiguous, inside a multi-statement transaction
             end = header.log_pos
             if (
-                end - header.event_size != self.expected
-                or logged.source_log_file != self.source_file
-                or self.skipping
-                or not self.positions_logged
-                or (kind is RowsEvent and self.open is not None and not self.open.multi_statement)
+                end - header.event_size == self.expected
+                and source_log_file == self.source_file
+                and (kind is TableMap or self.open is None or self.open.multi_statement)
             ):
-                self._other_event(logged, header, event, kind)
-            else:
                 self.expected = end
-            return
+                return
         self._other_event(logged, header, event, kind)
 
     def _other_event(self, logged: LoggedEvent, header: EventHeader, event: object, kind: type) -> None:
