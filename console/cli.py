@@ -196,11 +196,15 @@ def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.applier.single import BatchLimits
 
-    if args.group_size is None:
-        return None
-    if args.group_size < 1:
+    if args.group_size is not None and args.group_size < 1:
         raise RelaydeckError("--group-size must be at least 1")
-    return BatchLimits(transactions=args.group_size)
+    if args.pending_jobs_size_max < 1024:
+        raise RelaydeckError("--pending-jobs-size-max (replica_pending_jobs_size_max) is at least 1024")
+    defaults = BatchLimits()
+    return BatchLimits(
+        transactions=defaults.transactions if args.group_size is None else args.group_size,
+        bytes=args.pending_jobs_size_max,
+    )
 
 
 def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -607,7 +611,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=128 * 1024 * 1024,
         metavar="BYTES",
-        help="replica_pending_jobs_size_max: bytes of transactions queued to workers (default 128M)",
+        help="replica_pending_jobs_size_max: bytes of transactions queued to workers; for the single "
+        "applier, relay-log bytes read and not yet committed (default 128M)",
     )
     rep.add_argument(
         "--checkpoint-group",

@@ -101,12 +101,29 @@ class Transaction:
     timestamp: int  # the first event's header timestamp (seconds)
     row_events: int
     size: int  # bytes of the group's events in the relay log
+    # bytes of its first events, handed on ahead as TransactionParts (events holds the rest)
+    streamed: int = 0
 
     def describe(self) -> str:
         """How a DBA names the transaction in an error: its GTID, else its source position."""
         if self.gtid:
             return f"GTID {self.gtid}"
         return f"source position {self.source_log_file}:{self.source_end_pos}"
+
+
+@dataclass(slots=True)
+class TransactionPart:
+    """The next events of a row-only transaction too large to hold whole (TransactionAssembler's
+    part_bytes): applied ahead, inside the DuckDB transaction that the Transaction carrying its
+    last events commits. Its table maps stay valid for the parts after it."""
+
+    events: tuple[LoggedEvent, ...]
+    gtid: str | None
+    start: Position  # where the transaction starts
+    size: int  # bytes of these events
+
+    def describe(self) -> str:
+        return f"GTID {self.gtid}" if self.gtid else f"the transaction at relay log {self.start}"
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -135,14 +152,23 @@ class _Open:
     is_ddl: bool = False
     original_commit_timestamp: int | None = None
     row_events: int = 0
+    row_only: bool = True  # GTID, BEGIN, table maps and rows events so far: parts may be cut
+    rows_bytes: int = 0  # bytes of the rows events in `events` (counted only with part_bytes)
+    first: LoggedEvent | None = None  # the first event, once parts were handed on
+    streamed: int = 0  # bytes handed on as parts
 
 
 class TransactionAssembler:
-    """Feeds events in; yields transactions, coordinator events and incomplete tails, in order."""
+    """Feeds events in; yields transactions, coordinator events and incomplete tails, in order.
 
-    def __init__(self) -> None:
+    part_bytes: a row-only multi-statement transaction whose rows events held reach this many
+    bytes is handed on in TransactionParts as it goes, so that its reader never holds it whole.
+    """
+
+    def __init__(self, part_bytes: int | None = None) -> None:
         self._open: _Open | None = None
         self.abandoned = 0
+        self.part_bytes = part_bytes
 
     def feed(self, logged: LoggedEvent) -> tuple[Transaction | LoggedEvent | Incomplete, ...]:
         """What this event completes: nothing, a transaction, or a coordinator event (in order)."""
@@ -160,6 +186,10 @@ class TransactionAssembler:
                 group.row_events += 1
                 if not group.multi_statement and event.statement_end:  # type: ignore[attr-defined]
                     return (self._close(),)  # pre-GTID, BEGIN-less row changes (old logs)
+                if self.part_bytes is not None and group.row_only and group.multi_statement:
+                    group.rows_bytes += logged.end_pos - logged.pos
+                    if group.rows_bytes >= self.part_bytes:
+                        return (self._part(),)
                 return ()
             if kind is Xid:
                 group.events.append(logged)
@@ -198,6 +228,7 @@ class TransactionAssembler:
             if is_begin(event.query):
                 group.multi_statement = True
                 return ()
+            group.row_only = False
             if is_commit_or_rollback(event.query):
                 return (self._close(),)
             self._note_query_databases(group, event)
@@ -215,6 +246,8 @@ class TransactionAssembler:
                 return (self._close(),)
         elif kind is Xid:
             return (self._close(),)
+        else:
+            group.row_only = False
         # Anything else (user variables, rows queries, payloads, legacy LOAD DATA blocks,
         # transaction context) stays in the group.
         return ()
@@ -250,13 +283,26 @@ class TransactionAssembler:
         else:
             group.unknown_databases = True
 
+    def _part(self) -> TransactionPart:
+        """The open group's events so far, handed on; the group goes on without them."""
+        group = self._open
+        assert group is not None
+        events = tuple(group.events)
+        if group.first is None:
+            group.first = events[0]
+        size = sum([e.end_pos - e.pos for e in events if not e.inner])
+        group.events = []
+        group.rows_bytes = 0
+        group.streamed += size
+        return TransactionPart(events, group.gtid, Position(group.first.log_name, group.first.pos), size)
+
     def _close(self) -> Transaction:
         group = self._open
         assert group is not None
         self._open = None
-        first, last = group.events[0], group.events[-1]
+        first, last = group.first or group.events[0], group.events[-1]
         events = tuple(group.events)
-        size = sum([e.end_pos - e.pos for e in events if not e.inner])
+        size = group.streamed + sum([e.end_pos - e.pos for e in events if not e.inner])
         return Transaction(
             events=events,
             gtid=group.gtid,
@@ -273,6 +319,7 @@ class TransactionAssembler:
             timestamp=first.header.timestamp,
             row_events=group.row_events,
             size=size,
+            streamed=group.streamed,
         )
 
 

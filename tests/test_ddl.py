@@ -29,6 +29,7 @@ from engine.slave import (
     quote_ident,
 )
 from engine.slave.ddl import unwrap_executable_comments
+from engine.slave.guard import RefusedStatement
 
 MULTISOURCE = Path(__file__).resolve().parent.parent / "fixtures" / "mariadb-10.11-multisource"
 DDL_VERBS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE")
@@ -580,8 +581,15 @@ def test_added_generated_and_auto_increment_columns_are_computed(people: Replica
 
 
 def test_expression_duckdb_lacks_is_untranslatable(people: Replica) -> None:
+    # MAKE_SET is MySQL's (the allow-list lets it through), DuckDB has none
     with pytest.raises(UntranslatableStatement, match="does not work in DuckDB"):
+        people.run("ALTER TABLE people ADD COLUMN x VARCHAR(9) AS (MAKE_SET(1, name))")
+
+
+def test_expression_with_a_function_mysql_lacks_is_refused(people: Replica) -> None:
+    with pytest.raises(RefusedStatement, match="SOUNDEX_NOT_A_FUNCTION.. is not a MySQL function") as refused:
         people.run("ALTER TABLE people ADD COLUMN x VARCHAR(9) AS (SOUNDEX_NOT_A_FUNCTION(name))")
+    assert refused.value.errno == 1290
 
 
 def test_drop_column_updates_keys(people: Replica) -> None:

@@ -6,7 +6,9 @@ The bombs are real events of the bundled logs (a MariaDB 10.11 Write_rows / Quer
 8.0's Transaction_payload) recompressed around zeros, which zlib and ZSTD shrink the most: about
 1 MB of zlib data inflates to 1 GiB. `relaydeck events --json --rows` and `relaydeck replay` run in
 a subprocess under a 1 GiB address-space limit, and the peak resident memory of that very process
-is read from wait4().
+is read from wait4(). Bombs put in the middle of the capture's channel m2 also show the slave
+at the stop (exactly the transactions before the bombed one) and a rerun, once the file is
+repaired, reaching the capture's expected tables.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from __future__ import annotations
 import functools
 import os
 import resource
+import shutil
 import struct
 import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +31,15 @@ import zstandard
 
 from engine.binlog.constants import EventType
 from engine.binlog.events.compression import MAX_UNCOMPRESSED
+from engine.replay import ChannelSpec, Replay
+from engine.repository import ChannelStatus, Repository
+from engine.slave.database import Slave
+from engine.slave.export import export_csv
 
+from .conftest import MULTISOURCE, replay_argv
 from .test_bad_input import Run, assert_one_line_error
 from .test_decoder import SHOP, first_of, raw_events, rebuild
+from .test_replay_oracle import assert_tables_equal, expected_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 PAYLOAD_LOG = ROOT / "fixtures" / "public-binlogs" / "rmc" / "transaction_compression.000001"
@@ -285,3 +295,194 @@ def test_replaying_a_bomb_is_a_clean_error_in_bounded_memory(tmp_path: Path, kin
         tmp_path, "replay", "--slave", slave, "--repository", repository, "--channel", f"m2={index}"
     )
     assert_clean_bounded_error(measured, path, pos, f"inflates past the {300 * MIB} bytes declared")
+
+
+# ---------------------------------------------------------------------------
+# A bomb in the middle of the bundled capture: the stop, the slave at the stop, the rerun
+# ---------------------------------------------------------------------------
+
+M2_FILES = ("relay-bin-m2.000001", "relay-bin-m2.000002")
+BOMBED_FILE = "relay-bin-m2.000002"
+# A replay of the capture's m2 up to its middle peaks at ~255 MiB (DuckDB, Arrow, the interpreter);
+# the bomb may add its 1 MiB steps, never a buffer of the size it inflates to.
+BOMB_RSS_MARGIN = 64 * MIB
+
+
+@dataclass(frozen=True)
+class BombSite:
+    transaction_pos: int  # relay position of the bombed transaction's GTID event
+    pos: int  # relay position of the bomb, the transaction's second rows event
+    images: int  # bytes of row images the original event carried
+
+
+def m2_relay_copy(folder: Path) -> Path:
+    """Channel m2 of the MariaDB 10.11 capture, copied with its index; returns the index."""
+    folder.mkdir()
+    for name in (*M2_FILES, "relay-bin-m2.index"):
+        shutil.copyfile(MULTISOURCE / "relay" / name, folder / name)
+    return folder / "relay-bin-m2.index"
+
+
+def _with_source_end(event: bytes, end_log_pos: int) -> bytes:
+    head = bytearray(event[:19])
+    struct.pack_into("<I", head, 13, end_log_pos)
+    body = event[19:-4]
+    return bytes(head) + body + struct.pack("<I", zlib.crc32(bytes(head) + body))
+
+
+def compress_middle_rows_event(path: Path, record: Callable[[bytes], bytes]) -> BombSite:
+    """Rewrites `path` with the second rows event of the first transaction past its middle whose
+    second rows event is an insert (here: an order, then its order lines) as a
+    Write_rows_compressed_v1 carrying `record(the original row images)`. The source positions
+    (end_log_pos) of that event and every later one move by its growth, as the source would have
+    logged them."""
+    events = raw_events(path)
+    offsets = [4 + sum(len(raw) for _, raw in events[:i]) for i in range(len(events))]
+    middle = path.stat().st_size // 2
+    rows_types = (EventType.WRITE_ROWS_V1, EventType.UPDATE_ROWS_V1, EventType.DELETE_ROWS_V1)
+    gtid_index = rows_index = None
+    rows_seen = 0
+    for i, (type_code, _) in enumerate(events):
+        if type_code == EventType.MARIADB_GTID:
+            gtid_index, rows_seen = i, 0
+        elif type_code in rows_types:
+            rows_seen += 1
+            if rows_seen == 2 and type_code == EventType.WRITE_ROWS_V1 and offsets[i] > middle:
+                rows_index = i
+                break
+    assert gtid_index is not None and rows_index is not None, "no such transaction past the middle"
+    rows = events[rows_index][1]
+    plain_part = 19 + 8 + 1 + (rows[27] + 7) // 8  # table id, flags, width (one byte), bitmap
+    images = rows[plain_part:-4]
+    replaced = rebuild(rows, EventType.WRITE_ROWS_COMPRESSED_V1, rows[19:plain_part] + record(images))
+    growth = len(replaced) - len(rows)
+    rewritten = [raw for _, raw in events[:rows_index]]
+    for raw in [replaced, *(raw for _, raw in events[rows_index + 1 :])]:
+        end_log_pos = struct.unpack_from("<I", raw, 13)[0]
+        rewritten.append(_with_source_end(raw, end_log_pos + growth) if end_log_pos else raw)
+    write_log(path, rewritten)
+    return BombSite(offsets[gtid_index], offsets[rows_index], len(images))
+
+
+def export_tables(slave_path: Path, folder: Path) -> dict[tuple[str, str], Path]:
+    """Every user table of the slave, as CSV in the expected tables' format."""
+    slave = Slave(slave_path)
+    try:
+        out = {}
+        for schema, table in slave.user_tables():
+            path = folder / schema / f"{table}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(export_csv(slave, slave.catalog.get((schema, table))).encode("utf-8"))
+            out[(schema, table)] = path
+        return out
+    finally:
+        slave.close()
+
+
+def m2_status(repository: Path) -> ChannelStatus:
+    with Repository(repository) as repo:
+        return repo.status("m2")[0]
+
+
+def shop_expected_tables() -> dict[tuple[str, str], Path]:
+    """The capture's expected tables of channel m2's source (database shop)."""
+    return {key: path for key, path in expected_tables().items() if key[0] == "shop"}
+
+
+MIDDLE_BOMBS = {
+    # a plausible declaration, the real size of the row images, over a stream of 1 GiB of zeros
+    "inflates_past_its_declaration": (
+        lambda images: mariadb_record(len(images), zlib_zeros(1 << 30)),
+        lambda site: f"inflates past the {site.images} bytes declared",
+    ),
+    # the real row images, declared as 4 GiB
+    "declares_an_impossible_size": (
+        lambda images: mariadb_record(0xFFFF_FFFF, zlib.compress(images)),
+        lambda site: "over max_allowed_packet's limit",
+    ),
+}
+
+
+APPLIERS = {"single": (), "workers_4": ("--workers", "4")}
+
+
+@pytest.mark.parametrize(
+    ("case", "applier"),
+    [(case, "single") for case in MIDDLE_BOMBS] + [("inflates_past_its_declaration", "workers_4")],
+)
+def test_a_bomb_in_the_capture_stops_at_the_last_whole_transaction_and_a_rerun_is_exact(
+    tmp_path: Path, case: str, applier: str
+) -> None:
+    record, words = MIDDLE_BOMBS[case]
+    options = APPLIERS[applier]
+    index = m2_relay_copy(tmp_path / "relay")
+    bombed = index.parent / BOMBED_FILE
+    site = compress_middle_rows_event(bombed, record)
+
+    # What the slave must hold at the stop, and the memory that costs: the untouched log replayed
+    # up to the end of the transaction before the bombed one.
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    untouched = MULTISOURCE / "relay" / "relay-bin-m2.index"
+    baseline = run_measured(
+        reference,
+        "replay",
+        "--slave",
+        reference / "slave.duckdb",
+        "--repository",
+        reference / "repository.sqlite",
+        "--channel",
+        f"m2={untouched}",
+        "--until-pos",
+        f"{BOMBED_FILE}:{site.transaction_pos}",
+    )
+    assert baseline.run.returncode == 0 and "stopped by UNTIL condition" in baseline.run.stdout, baseline.run
+    expected_at_stop = export_tables(reference / "slave.duckdb", reference / "tables")
+
+    slave, repository = tmp_path / "slave.duckdb", tmp_path / "repository.sqlite"
+    measured = run_measured(
+        tmp_path, "replay", "--slave", slave, "--repository", repository, "--channel", f"m2={index}", *options
+    )
+    line = assert_one_line_error(measured.run, bombed, site.pos)
+    assert words(site) in line, line
+    assert measured.peak_rss < baseline.peak_rss + BOMB_RSS_MARGIN, (
+        f"peak RSS {measured.peak_rss / MIB:.0f} MiB, {baseline.peak_rss / MIB:.0f} MiB without the bomb"
+    )
+    assert measured.seconds < SECONDS_LIMIT, f"{measured.seconds:.1f} s: {line}"
+
+    # Nothing of the bombed transaction, whose first insert precedes the bomb, nor of any after it.
+    assert_tables_equal(slave, expected_at_stop)
+    at_stop, wanted = m2_status(repository), m2_status(reference / "repository.sqlite")
+    assert at_stop.executed_gtid_set == wanted.executed_gtid_set
+    assert (at_stop.relay_log_file, at_stop.relay_log_pos) == (BOMBED_FILE, site.transaction_pos)
+    assert at_stop.last_error_number != 0 and words(site) in at_stop.last_error_message
+
+    # Repaired: the original file back, the same command applies the rest, and only the rest.
+    shutil.copyfile(MULTISOURCE / "relay" / BOMBED_FILE, bombed)
+    rerun = subprocess.run(
+        replay_argv(slave, repository, f"m2={index}", *options),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert rerun.returncode == 0 and rerun.stderr == "", rerun.stderr
+    applied_before = int(at_stop.executed_gtid_set.rsplit("-", 1)[1])  # MariaDB's D-S-N: 1..N applied
+    assert f" {303 - applied_before} transactions applied (0 already applied)" in rerun.stdout, rerun.stdout
+    assert_tables_equal(slave, shop_expected_tables())
+    repaired = m2_status(repository)
+    assert repaired.executed_gtid_set == "2-2-303" and repaired.last_error_number == 0
+
+
+def test_the_middle_event_compressed_honestly_replays_to_the_expected_tables(tmp_path: Path) -> None:
+    # The control for the bombs above: the rewritten event, its record sound, replays exactly, so
+    # a stop there is the bomb's doing.
+    index = m2_relay_copy(tmp_path / "relay")
+    compress_middle_rows_event(
+        index.parent / BOMBED_FILE, lambda images: mariadb_record(len(images), zlib.compress(images))
+    )
+    slave = tmp_path / "slave.duckdb"
+    outcomes = Replay(slave, tmp_path / "repository.sqlite", [ChannelSpec("m2", index)]).run()
+    assert outcomes[0].error is None, outcomes[0].error
+    assert outcomes[0].stats.transactions == 303
+    assert_tables_equal(slave, shop_expected_tables())

@@ -18,7 +18,7 @@ from ..slave.rowapply import ER_NO_SUCH_TABLE, ApplyError, RowApplier, quote_ide
 from ..slave.schema import Catalog
 from ..slave.statements import SessionContext, StatementTranslator
 from ..slave.types import duckdb_type
-from ..transactions import Transaction, statement_verb
+from ..transactions import Transaction, TransactionPart, statement_verb
 
 # The source's temporary tables live as real tables here, one name per (session, database, table):
 # statement-format DML reads and writes them, and they outlast an applier restart like the
@@ -68,15 +68,22 @@ class _Session:
 class TransactionExecutor:
     """Applies transactions to a slave; the caller owns BEGIN/COMMIT and calls flush() before it."""
 
-    def __init__(self, slave: Slave, strict: bool = True) -> None:
+    def __init__(self, slave: Slave, strict: bool = True, flush_bytes: int | None = None) -> None:
+        """flush_bytes: hand the decoded rows to DuckDB whenever their rows events reach this many
+        bytes, inside the caller's transaction, so that a batch's decoded rows are never all held."""
         self.slave = slave
+        self.flush_bytes = flush_bytes
+        self._pending_bytes = 0
         self.rows = RowApplier(slave.con, strict=strict)
         self.ddl = DdlTranslator()
         self.statements = StatementTranslator()
         self._table_maps: dict[int, TableMap] = {}
 
-    def apply(self, txn: Transaction, decoded: Mapping[int, RowImages] | None = None) -> None:
-        """decoded: row images the coordinator already decoded, by index in txn.events."""
+    def apply(
+        self, txn: Transaction | TransactionPart, decoded: Mapping[int, RowImages] | None = None
+    ) -> None:
+        """decoded: row images the coordinator already decoded, by index in txn.events. A part of a
+        large transaction is applied like a transaction: its table maps stay for the next parts."""
         session = _Session()
         for index, logged in enumerate(txn.events):
             event = logged.event
@@ -85,6 +92,10 @@ class TransactionExecutor:
                 self._table_maps[event.table_id] = event
             elif kind is RowsEvent:
                 self._rows(event, decoded.get(index) if decoded else None)
+                if self.flush_bytes is not None:
+                    self._pending_bytes += logged.end_pos - logged.pos
+                    if self._pending_bytes >= self.flush_bytes:
+                        self.flush()
             elif kind is Query and event.query == "BEGIN":
                 session = _Session()  # what _query does for it, without parsing the statement
             elif isinstance(event, Query):
@@ -105,9 +116,11 @@ class TransactionExecutor:
                 session.rand_seeds = (event.seed1, event.seed2)
 
     def flush(self) -> None:
+        self._pending_bytes = 0
         self.rows.flush()
 
     def discard(self) -> None:
+        self._pending_bytes = 0
         self.rows.discard()
 
     def _rows(self, event: RowsEvent, images: RowImages | None) -> None:

@@ -312,7 +312,7 @@ class ParallelApplier:
             self.progress.relay_log_file,
             self.progress.relay_log_pos,
             AnyEvent(self.stop, self.kill) if self.follow else None,
-            continuity,
+            continuity=continuity,
         )
         if self.preparer is not None:
             reader = self._prepared_ahead(reader)

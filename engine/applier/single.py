@@ -31,7 +31,8 @@ from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
 from ..slave.ddl import UntranslatableStatement
 from ..slave.rowapply import ApplyError
-from ..transactions import Transaction, TransactionAssembler
+from ..transactions import Incomplete, Transaction, TransactionAssembler, TransactionPart
+from .budget import DEFAULT_BUDGET, ByteBudget
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 from .prepare import PreparedRun, can_follow, for_slave, merge_runs
@@ -70,6 +71,8 @@ class BatchLimits:
     transactions: int = 20_000
     row_changes: int = 400_000
     seconds: float = 5.0
+    # relay-log bytes read and not yet committed (see budget.py): a batch is at most a quarter
+    bytes: int = DEFAULT_BUDGET
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -158,11 +161,23 @@ class AnyEvent:
         return any(e.is_set() for e in self.events)
 
 
+def _held_size(item: object) -> int:
+    """Relay-log bytes an item read holds until it is applied (coordinator events: none)."""
+    kind = type(item)
+    if kind is Transaction:
+        return item.size - item.streamed  # type: ignore[attr-defined]
+    if kind is TransactionPart:
+        return item.size  # type: ignore[attr-defined]
+    return 0
+
+
 def _read_chunks(
     logs: RelayLogSet,
     start_file: str | None,
     start_pos: int,
     follow: AnyEvent | None = None,
+    budget: ByteBudget | None = None,
+    parts: bool = False,
     continuity: Continuity | None = None,
 ) -> Iterator[list[object]]:
     """The relay log grouped into transactions and coordinator events, a few hundred at a time.
@@ -174,6 +189,9 @@ def _read_chunks(
     follow: keep reading as the relay logs grow, until the event is set. A chunk then ends with
     CAUGHT_UP whenever everything that has arrived was read, so the applier commits what it holds
     instead of waiting for a batch to fill.
+
+    budget: a chunk ends at its share; with parts, a row-only transaction larger than its part
+    share comes in TransactionParts.
 
     continuity: checks every event against the ones before it (RelayLogGap where something the
     source logged is missing); None for a range read again that was checked already.
@@ -190,23 +208,28 @@ def _read_chunks(
             if path is not None:
                 continuity.starting_in(path, start_pos)
         check = continuity.event
-    assembler = TransactionAssembler()
-    feed = assembler.feed
+    assembler = TransactionAssembler(budget.part_bytes if budget is not None and parts else None)
+    chunk_limit = budget.chunk_bytes if budget is not None else sys.maxsize
     chunk: list[object] = []
+    chunk_bytes = 0
     try:
         try:
             for logged in events:
                 if isinstance(logged, CaughtUp):
                     chunk.append(CAUGHT_UP)
                     yield chunk
-                    chunk = []
+                    chunk, chunk_bytes = [], 0
                     continue
                 if check is not None:
                     check(logged)
-                chunk.extend(feed(logged))
-                if len(chunk) >= 256:
+                done = assembler.feed(logged)
+                if done:
+                    chunk.extend(done)
+                    if budget is not None:
+                        chunk_bytes += sum([_held_size(item) for item in done])
+                if len(chunk) >= 256 or chunk_bytes >= chunk_limit:
                     yield chunk
-                    chunk = []
+                    chunk, chunk_bytes = [], 0
         except BinlogError:
             # Bad input: the whole transactions before it are handed on (and applied) first, so
             # the channel stops right before the bad event, as MySQL's applier does.
@@ -270,8 +293,13 @@ class ChannelApplier:
         self.until = until
         self.on_progress = on_progress
         self.stop = stop or threading.Event()
-        self.executor = TransactionExecutor(slave)
         self.stats = ApplyStats()
+        self.budget = ByteBudget(self.limits.bytes)
+        self.executor = TransactionExecutor(slave, flush_bytes=self.budget.decoded_bytes)
+        # A transaction read in parts: its first part, once its DuckDB transaction is open (or it
+        # was applied before, and its parts are skipped).
+        self._stream: TransactionPart | None = None
+        self._stream_skipped = False
         progress = slave.progress(channel)
         self.progress = progress or ChannelProgress(channel)
         self.executed = ExecutedGtids.parse(self.progress.executed_gtids)
@@ -299,16 +327,30 @@ class ChannelApplier:
             return self.stats
         reader = self._reader(start_file)
         batch: list[Transaction] = []
-        batch_rows = 0
+        batch_rows = batch_bytes = 0
         batch_started = time.monotonic()
         try:
             for chunk in reader:
+                self.budget.take(sum([_held_size(item) for item in chunk]))  # released once applied
                 work = deque(chunk)
                 while work:
                     item = work.popleft()
+                    if type(item) is TransactionPart:
+                        if self._stream is None:
+                            self._commit(batch)  # a large transaction is applied alone
+                            batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
+                        self._apply_part(item)
+                        continue
+                    if type(item) is Transaction and item.streamed:
+                        self._finish_stream(item)
+                        if self.on_progress is not None:
+                            self.on_progress(self.stats, item)
+                        continue
+                    if type(item) is Incomplete:
+                        self._abandon_stream()  # the source abandoned it: MySQL rolls it back
                     if type(item) is PreparedRun:
                         self._commit(batch)
-                        batch, batch_rows, batch_started = [], 0, time.monotonic()
+                        batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
                         item = self._merge_ready(item, work)
                         if self._apply_run(item):
                             self.stats.prepared_runs += 1
@@ -316,12 +358,15 @@ class ChannelApplier:
                                 self.on_progress(self.stats, item)
                         else:
                             self.stats.runs_read_again += 1
-                            work.extendleft(reversed(self._read_run(item)))
+                            read_again = self._read_run(item)
+                            self.budget.take(sum([_held_size(i) for i in read_again]))
+                            work.extendleft(reversed(read_again))
                         continue
                     if isinstance(item, Transaction):
                         if item.gtid:
                             if self._scheduled.contains(item.gtid):
                                 self.stats.skipped += 1  # applied before (a restarted relay log)
+                                self.budget.release(item.size)
                                 continue
                             if self.until is not None and self.until.stops_before(item):
                                 self._commit(batch)
@@ -335,17 +380,18 @@ class ChannelApplier:
                             due = self.controls.due(item)
                             if due is not None:
                                 self._commit(batch)  # what came before shows while this one waits
-                                batch, batch_rows, batch_started = [], 0, time.monotonic()
+                                batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
                                 if not self.controls.wait_until(due, self.stop):
                                     self.stats.stopped_by = "STOP"
                                     return self.stats
                         if is_structural(item):
                             self._commit(batch)
-                            batch = []
+                            batch, batch_bytes = [], 0
                             self._commit([item])
                         else:
                             batch.append(item)
                             batch_rows += item.row_events
+                            batch_bytes += item.size
                         if self.until is not None and self._until_reached(batch, item):
                             self._commit(batch)
                             self.stats.stopped_by = "UNTIL condition"
@@ -355,29 +401,33 @@ class ChannelApplier:
                         raise incident_error(self.channel, item)
                     elif isinstance(item, CaughtUp):
                         self._commit(batch)  # nothing more has arrived: show what there is
-                        batch, batch_rows, batch_started = [], 0, time.monotonic()
+                        batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
                     if self.on_progress is not None:
                         self.on_progress(self.stats, item)
                     if batch and (
                         len(batch) >= self.limits.transactions
                         or batch_rows >= self.limits.row_changes
+                        or batch_bytes >= self.budget.batch_bytes
                         or time.monotonic() - batch_started >= self.limits.seconds
                     ):
                         self._commit_behind(batch)
-                        batch, batch_rows, batch_started = [], 0, time.monotonic()
+                        batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
                 if self.stop.is_set():
                     self.stats.stopped_by = "STOP"
                     break
+            self._abandon_stream()  # its end has not arrived: nothing of it is committed
             self._commit(batch)
             if self.stop.is_set():
                 self.stats.stopped_by = "STOP"
         except BinlogError:
+            self._abandon_stream()
             self._commit(batch)  # what was read whole before the bad event
             raise
         except BaseException:
             # A batch still in flight comes first in the stream: its error, if any, is the one
             # that stopped the channel.
             self._wait_for_commit()
+            self._abandon_stream()
             raise
         finally:
             reader.close()
@@ -391,27 +441,25 @@ class ChannelApplier:
         """Worker processes prepare the relay log ahead when there is a pool and nothing asks for
         one transaction at a time (UNTIL, the skip counter, SQL_Delay) or for following."""
         pos = self.progress.relay_log_pos
-        if (
-            self.pool is None
-            or self.follow
-            or self.until is not None
-            or self.controls.skip_counter
-            or self.controls.sql_delay
-        ):
-            return _read_chunks(
-                self.logs,
-                start_file,
-                pos,
-                AnyEvent(self.stop) if self.follow else None,
-                self.continuity,
-            )
-        return prepared_chunks(
-            self.logs,
-            start_file,
-            pos,
-            self.pool,
-            lambda name, at: _read_chunks(self.logs, name, at),
-            self.continuity,
+        one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
+        if self.pool is None or self.follow or one_at_a_time:
+            follow = AnyEvent(self.stop) if self.follow else None
+            return self._read_from(start_file, pos, follow, self.continuity)
+        return prepared_chunks(self.logs, start_file, pos, self.pool, self._read_from, self.continuity)
+
+    def _read_from(
+        self,
+        start_file: str | None,
+        pos: int,
+        follow: AnyEvent | None = None,
+        continuity: Continuity | None = None,
+    ) -> Iterator[list[object]]:
+        """The ordinary reader, within the byte budget. Large transactions come in parts except
+        where each transaction is looked at whole before it is applied (UNTIL, the skip counter,
+        SQL_Delay). continuity: the check of what it reads (None: a range checked already)."""
+        one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
+        return _read_chunks(
+            self.logs, start_file, pos, follow, self.budget, parts=not one_at_a_time, continuity=continuity
         )
 
     def _merge_ready(self, run: PreparedRun, work: deque[object]) -> PreparedRun:
@@ -476,7 +524,7 @@ class ChannelApplier:
     def _read_run(self, run: PreparedRun) -> list[object]:
         """The run's transactions read the ordinary way, from the relay log."""
         out: list[object] = []
-        reader = _read_chunks(self.logs, run.start.log_name, run.start.pos)
+        reader = self._read_from(run.start.log_name, run.start.pos)
         try:
             for chunk in reader:
                 for item in chunk:
@@ -531,6 +579,12 @@ class ChannelApplier:
         if not batch:
             return
         try:
+            self._apply_batch(batch)
+        finally:
+            self.budget.release(sum([t.size for t in batch]))
+
+    def _apply_batch(self, batch: list[Transaction]) -> None:
+        try:
             try:
                 self._apply_and_commit(batch)
             except _APPLY_ERRORS as exc:
@@ -550,8 +604,57 @@ class ChannelApplier:
             self._rollback()
             raise
 
-    def _apply_and_commit(self, batch: list[Transaction]) -> None:
-        self.slave.begin(changes_definitions=len(batch) == 1 and is_structural(batch[0]))
+    def _apply_part(self, part: TransactionPart) -> None:
+        """A part of a large transaction, applied (its rows flushed to DuckDB) inside the DuckDB
+        transaction that its last events will commit."""
+        try:
+            if self._stream is None:
+                self._stream = part
+                self._stream_skipped = bool(part.gtid) and self._scheduled.contains(part.gtid)  # type: ignore[arg-type]
+                if not self._stream_skipped:
+                    self.slave.begin()
+            if not self._stream_skipped:
+                try:
+                    self.executor.apply(part)
+                    self.executor.flush()
+                except _APPLY_ERRORS as exc:
+                    self._abandon_stream()
+                    raise self._channel_error(part, exc) from None
+        finally:
+            self.budget.release(part.size)
+
+    def _finish_stream(self, txn: Transaction) -> None:
+        """The last events of a transaction read in parts: applied, and the whole committed."""
+        assert self._stream is not None, "a transaction's parts come before its end"
+        try:
+            if self._stream_skipped:
+                self.stats.skipped += 1  # applied before (a restarted relay log)
+                return
+            if txn.gtid:
+                self._scheduled.add(txn.gtid)
+            try:
+                self._apply_and_commit([txn], begun=True)
+            except _APPLY_ERRORS as exc:
+                self._rollback()
+                raise self._channel_error(txn, exc) from None
+            except BaseException:
+                self._rollback()
+                raise
+        finally:
+            self._stream = None
+            self.budget.release(txn.size - txn.streamed)
+
+    def _abandon_stream(self) -> None:
+        """Roll back the parts of a transaction whose end will not be applied in this run."""
+        if self._stream is not None:
+            if not self._stream_skipped:
+                self._rollback()
+            self._stream = None
+
+    def _apply_and_commit(self, batch: list[Transaction], begun: bool = False) -> None:
+        """begun: the DuckDB transaction is open already (a transaction read in parts)."""
+        if not begun:
+            self.slave.begin(changes_definitions=len(batch) == 1 and is_structural(batch[0]))
         for txn in batch:
             if id(txn) not in self._skip:
                 self.executor.apply(txn)
@@ -589,7 +692,7 @@ class ChannelApplier:
         self.slave.rollback()
         self.executor.discard()
 
-    def _channel_error(self, txn: Transaction, exc: Exception) -> ChannelError:
+    def _channel_error(self, txn: Transaction | TransactionPart, exc: Exception) -> ChannelError:
         errno, message = apply_error_text(exc)
         return ChannelError(self.channel, errno, message, txn.describe(), str(txn.start))
 
@@ -638,7 +741,7 @@ def apply_error_text(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, ApplyError):
         return exc.errno, exc.message
     if isinstance(exc, UntranslatableStatement):
-        return ER_UNKNOWN_ERROR, exc.one_line()
+        return exc.errno, exc.one_line()
     return ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
 
 

@@ -429,7 +429,8 @@ class ReplicaServer:
             ChannelSpec(name, Path(rli["Relay_log_index"])),
             RunSettings(
                 until=until,
-                limits=self.limits,
+                # replica_pending_jobs_size_max bounds the single applier's bytes held too
+                limits=replace(self.limits or BatchLimits(), bytes=settings.pending_jobs_size_max),
                 parallel=self._with_pool(settings.parallel_options()),
                 controls=StartControls(skip_counter=skip, sql_delay=int(rli.get("Sql_delay") or 0)),
                 follow=self.follow,

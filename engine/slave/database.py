@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 INTERNAL_SCHEMA = "__relaydeck"
 
+# DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the commit that
+# passed it, rewriting every changed row group. A replay changes the same rows again and again:
+# checkpointing a quarter as often measured 5-9% faster on the MariaDB capture (four alternating
+# pairs); a restart replays at most that much WAL.
 CHECKPOINT_THRESHOLD = "64MB"
 _SETUP = f"""
 CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA};
@@ -55,6 +59,25 @@ CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.commits (
 );
 CREATE TABLE IF NOT EXISTS {INTERNAL_SCHEMA}.catalog (id INTEGER PRIMARY KEY, body VARCHAR);
 """
+
+
+def sandbox_config(**settings: str) -> dict[str, str]:
+    """DuckDB settings for a connection that runs statements from relay logs.
+
+    A relay log is input: nothing in it may make DuckDB read or write files other than the
+    database's own (its WAL and temporary spill files stay usable), reach the network, or install
+    or load extensions; slave/guard.py refuses such statements and this holds even if one slipped
+    through. DuckDB allows external access to be switched off only, never on again; with the
+    configuration locked, nothing can change any setting afterwards. Registered Arrow tables (how
+    row events are applied) are not external access. `settings` are set before the lock."""
+    return {
+        **settings,
+        "enable_external_access": "false",
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+        "allow_community_extensions": "false",
+        "lock_configuration": "true",
+    }
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -100,7 +123,9 @@ def open_slave_file(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     """DuckDB's connection to the slave; a file another process holds, or one that is not a DuckDB
     database, is a one-line error naming the file (and the process, where DuckDB names it)."""
     try:
-        return duckdb.connect(path, read_only=read_only)
+        return duckdb.connect(
+            path, read_only=read_only, config=sandbox_config(checkpoint_threshold=CHECKPOINT_THRESHOLD)
+        )
     except duckdb.Error as exc:
         message = str(exc).removeprefix("IO Error: ")
         holder = re.search(r"Conflicting lock is held in .*\(PID (\d+)\)", message)
@@ -130,11 +155,6 @@ class _SharedDatabase:
         self.con = open_slave_file(path, read_only)
         if not read_only:
             self.con.execute(_SETUP)
-            # DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the
-            # commit that passed it, rewriting every changed row group. A replay changes the same
-            # rows again and again: checkpointing a quarter as often measured 5-9% faster on the
-            # MariaDB capture (four alternating pairs); a restart replays at most that much WAL.
-            self.con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
         self.catalog = Catalog()
         # Definitions change one transaction at a time across channels: the catalog is one row,
         # and two channels rewriting it at once would conflict in DuckDB.

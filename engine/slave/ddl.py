@@ -97,6 +97,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import RelaydeckError
+from .database import sandbox_config
 from .schema import (
     Catalog,
     MysqlColumn,
@@ -124,6 +125,8 @@ from .types import (
 
 class UntranslatableStatement(RelaydeckError):
     """A replicated statement the slave cannot reproduce; `statement` is the SQL as logged."""
+
+    errno = 1105  # ER_UNKNOWN_ERROR; a subclass with a more precise MySQL error names its own
 
     def __init__(self, statement: str, reason: str) -> None:
         self.statement = statement
@@ -2588,7 +2591,18 @@ class _Translation:
             assert column.default is not None
             mysql_sql = column.default
         try:
-            return sqlglot.transpile(mysql_sql, read=_DIALECT, write="duckdb", identify=True)[0]
+            tree = sqlglot.parse_one(mysql_sql, read=_DIALECT)
+        except SqlglotError as exc:
+            raise _Fail(
+                f"cannot translate expression {mysql_sql!r} of column `{column.name}`: {_first_line(exc)}"
+            ) from None
+        # Loaded here: the guard builds on this module's error type.
+        from .guard import check_statement
+
+        # A generated column or DEFAULT expression reads no table at all.
+        check_statement(self.sql, tree, frozenset())
+        try:
+            return tree.sql(dialect="duckdb", identify=True)
         except SqlglotError as exc:
             raise _Fail(
                 f"cannot translate expression {mysql_sql!r} of column `{column.name}`: {_first_line(exc)}"
@@ -2727,7 +2741,7 @@ def _check_expressions(table: MysqlTable, expressions: dict[str, str]) -> None:
     """Bind each transpiled expression against an empty copy of the table, so a function DuckDB
     lacks fails here (naming the statement) rather than in the caller's transaction."""
     columns = ", ".join(f"{quote_ident(c.name)} {duckdb_type(c)}" for c in table.columns)
-    with duckdb.connect() as scratch:
+    with duckdb.connect(config=sandbox_config()) as scratch:
         scratch.execute(f"CREATE TABLE t ({columns})")
         for name, sql in expressions.items():
             column = table.column(name)

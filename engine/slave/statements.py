@@ -23,6 +23,7 @@ import sqlglot.dialects.duckdb  # noqa: F401 - loaded now, not by the first stat
 from sqlglot import exp
 
 from .ddl import UntranslatableStatement
+from .guard import check_statement, replicated_schemas
 from .schema import Catalog, MysqlTable
 
 _RAND_MAX = 0x3FFFFFFF
@@ -79,6 +80,8 @@ class StatementTranslator:
     """MySQL DML -> DuckDB statements for the slave."""
 
     last_target: tuple[str, str] | None = None  # the table the last translated statement changes
+    _schemas: frozenset[str] = frozenset()  # where the statement being translated may read and write
+    _temporary: tuple[tuple[str, str], ...] = ()  # its session's temporary tables, (schema, name)
 
     def translate(self, sql: str, ctx: SessionContext, catalog: Catalog, con: object = None) -> list[str]:
         """DuckDB statements reproducing `sql`; `con` reads the slave where rows must be enumerated."""
@@ -95,6 +98,9 @@ class StatementTranslator:
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
         self._substitute_session(sql, tree, ctx)
+        self._schemas = replicated_schemas(catalog)
+        self._temporary = tuple(ctx.temporary_tables.values())
+        self._guard(sql, tree)
         rand = MysqlRand(*ctx.rand_seeds) if ctx.rand_seeds else None
         rand_nodes = list(tree.find_all(exp.Rand))
         if rand_nodes and rand is None:
@@ -103,7 +109,18 @@ class StatementTranslator:
             return [self._insert(sql, tree, ctx, catalog, rand)]
         if rand_nodes:
             return list(self._per_row_with_rand(sql, tree, catalog, rand, con))  # type: ignore[arg-type]
-        return [self._limited(sql, tree).sql(dialect="duckdb", identify=True)]
+        return [self._duckdb_sql(sql, self._limited(sql, tree))]
+
+    # -- the allow-list -----------------------------------------------------------------------
+
+    def _guard(self, sql: str, tree: exp.Expression) -> None:
+        """Refuse what no MySQL statement could mean (slave/guard.py) before DuckDB sees any of it."""
+        check_statement(sql, tree, self._schemas, self._temporary)
+
+    def _duckdb_sql(self, sql: str, tree: exp.Expression) -> str:
+        """The DuckDB text of a translated tree, checked once more after the rewriting."""
+        self._guard(sql, tree)
+        return tree.sql(dialect="duckdb", identify=True)
 
     # -- transforms --------------------------------------------------------------------------
 
@@ -229,7 +246,7 @@ class StatementTranslator:
                 outer = outer.order_by("__rn")
                 tree.set("expression", outer)
                 target.append("expressions", exp.to_identifier(auto.name))
-        return tree.sql(dialect="duckdb", identify=True)
+        return self._duckdb_sql(sql, tree)
 
     @staticmethod
     def _limited(sql: str, tree: exp.Update | exp.Delete) -> exp.Expression:
@@ -271,7 +288,7 @@ class StatementTranslator:
         select = select.order_by(*[k.copy() for k in keys])
         if tree.args.get("limit") is not None:
             select.set("limit", tree.args["limit"].copy())
-        rows = con.execute(select.sql(dialect="duckdb", identify=True)).fetchall()  # type: ignore[attr-defined]
+        rows = con.execute(self._duckdb_sql(sql, select)).fetchall()  # type: ignore[attr-defined]
         for row in rows:
             single = tree.copy()
             single.set("limit", None)
@@ -285,7 +302,7 @@ class StatementTranslator:
                 ]
             )
             single.set("where", exp.Where(this=match))
-            yield single.sql(dialect="duckdb", identify=True)
+            yield self._duckdb_sql(sql, single)
 
 
 def _timestamp_literal(ts: float) -> exp.Expression:
