@@ -16,6 +16,7 @@ from engine.binlog.events import RowsEvent, TableMap
 from engine.binlog.reader import LoggedEvent, ReaderState
 from engine.errors import BinlogError, RelaydeckError
 from engine.gc_tuning import relax_garbage_collector
+from engine.relaylog.continuity import Continuity, checked
 from engine.relaylog.index import resolve_inputs
 from engine.relaylog.stream import stream_events
 from engine.render import json_value, json_visible, row_lines_fast, visible
@@ -27,11 +28,17 @@ BUNDLED_RELAY_LOG = (
 
 
 def _iter_inputs(paths: list[str], from_pos: int) -> Iterator[LoggedEvent]:
+    """The events of each input in turn, checked for continuity as the applier checks them."""
     first = True
     for logs in resolve_inputs(paths):
         state = ReaderState()
         start_file = logs.files[0].name if first and from_pos > 4 else None
-        yield from stream_events(logs, start_file=start_file, start_pos=from_pos if first else 4, state=state)
+        start_pos = from_pos if first else 4
+        continuity = Continuity()
+        continuity.starting_in(logs.files[0], start_pos)
+        yield from checked(
+            stream_events(logs, start_file=start_file, start_pos=start_pos, state=state), continuity
+        )
         first = False
 
 
@@ -289,7 +296,8 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
             elapsed = max(1e-9, __import__("time").monotonic() - s.started)
             out.write(
                 f"channel {label}: {s.transactions} transactions applied ({s.skipped} already applied"
-                f"{f', {s.skipped_by_counter} skipped by the skip counter' if s.skipped_by_counter else ''}), "
+                f"{f', {s.skipped_by_counter} skipped by the skip counter' if s.skipped_by_counter else ''}"
+                f"{f', {s.gaps_accepted} relay-log gap(s) let past by the skip counter' if s.gaps_accepted else ''}), "
                 f"{s.row_changes} row changes, {s.bytes / 1e6:.1f} MB in {elapsed:.2f} s "
                 f"({s.transactions / elapsed:.0f} trx/s); stopped by {s.stopped_by}\n"
             )
@@ -625,7 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="sql_replica_skip_counter: skip N events first (whole transactions)",
+        help="sql_replica_skip_counter: skip N events first (whole transactions; a gap in the relay logs counts as one)",
     )
     rep.add_argument(
         "--sql-delay",

@@ -34,6 +34,17 @@ class UnknownEvent(BinlogError):
     """An event type this decoder does not know, without the IGNORABLE flag."""
 
 
+class RelayLogGap(BinlogError):
+    """The relay logs are not continuous: events, transactions or files the source logged are
+    missing at this file and position (MySQL's relay log read failure)."""
+
+    errno = 1594  # ER_SLAVE_RELAY_LOG_READ_FAILURE
+
+    def __init__(self, file: str, pos: int | None, message: str) -> None:
+        super().__init__(file, pos, f"Relay log read failure: {message}")
+        self.detail = message
+
+
 class RelayIndexError(BinlogError):
     """An index file that is empty, dangling, or names a file that does not exist."""
 

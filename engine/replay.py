@@ -30,7 +30,7 @@ from .applier.single import (
     CommitCallback,
     Until,
 )
-from .errors import RelaydeckError, RelayIndexError
+from .errors import RelaydeckError, RelayIndexError, RelayLogGap
 from .gc_tuning import relax_garbage_collector
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
@@ -214,6 +214,10 @@ class ChannelRun:
                 if pool is not None:
                     pool.close()
             live.state = "OFF"
+        except RelayLogGap as exc:
+            # MySQL's relay log read failure, as the channel's last SQL error
+            where = f"{exc.file}:{exc.pos}"
+            self._failed(ChannelError(spec.name, exc.errno, exc.message, None, where), exc.errno)
         except RelaydeckError as exc:
             self._failed(exc, exc.errno if isinstance(exc, ChannelError) else 1594)
         except Exception as exc:  # not while applying a transaction (those are located there)

@@ -58,14 +58,14 @@ def statement_verb(query: str) -> str:
     return text.split(None, 1)[0].upper().rstrip(";") if text else ""
 
 
-def _is_begin(query: str) -> bool:
+def is_begin(query: str) -> bool:
     verb = statement_verb(query)
     if verb == "BEGIN":
         return True
     return verb == "XA" and query.split()[1].upper() in ("START", "BEGIN")
 
 
-def _is_commit_or_rollback(query: str) -> bool:
+def is_commit_or_rollback(query: str) -> bool:
     words = query.split()
     verb = statement_verb(query)
     if verb == "COMMIT":
@@ -225,11 +225,11 @@ class TransactionAssembler:
             group = self._open = _Open()
         group.events.append(logged)
         if isinstance(event, Query):
-            if _is_begin(event.query):
+            if is_begin(event.query):
                 group.multi_statement = True
                 return ()
             group.row_only = False
-            if _is_commit_or_rollback(event.query):
+            if is_commit_or_rollback(event.query):
                 return (self._close(),)
             self._note_query_databases(group, event)
             if not group.multi_statement:

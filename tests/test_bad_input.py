@@ -44,7 +44,7 @@ CUT_TO = 20_000  # the MariaDB relay log is cut to ~20 KB (at an event boundary)
 TIMEOUT = 60  # seconds; a hang fails the test instead of the suite
 MEMORY_LIMIT = 1 << 30  # 1 GiB of address space: a 0x7fffffff-byte allocation cannot fit
 
-QUERY, ROTATE, XID, TABLE_MAP, WRITE_ROWS_V1 = 2, 4, 16, 19, 23
+QUERY, ROTATE, XID, TABLE_MAP, WRITE_ROWS_V1, MARIADB_GTID = 2, 4, 16, 19, 23, 162
 IGNORABLE_FLAG = 0x80
 UNKNOWN_TYPE = 99
 
@@ -361,19 +361,23 @@ def test_unknown_event_type_is_an_error_naming_type_and_offset(
 
 
 @pytest.mark.parametrize("which", ["query", "xid"])
-def test_unknown_event_type_with_the_ignorable_flag_is_passed_over(
+def test_unknown_event_type_with_the_ignorable_flag_is_passed_over_but_its_transaction_has_no_end(
     tmp_path: Path, m2_bytes: bytes, m2_events: list[RawEvent], which: str
 ) -> None:
     ev = pick(m2_events, which)
     path = write(tmp_path, _retyped(m2_bytes, ev, UNKNOWN_TYPE, IGNORABLE_FLAG))
     run = run_events("--json", path)
-    assert_clean_success(run)
     records = [json.loads(line) for line in run.stdout.splitlines()]
-    # Reading went on past it to the end of the file …
-    assert m2_events[-1].pos in {record["pos"] for record in records}
+    # It was read and listed, not refused …
+    assert ev.pos in {record["pos"] for record in records}
     # … and the event is not shown as the event it used to be.
     shown = [record for record in records if record["pos"] == ev.pos]
     assert all(record["event_type"] not in ("Query", "Xid") for record in shown), shown
+    # The event ended its transaction: without it, the transaction has no end, which is reported
+    # where the next one begins (its GTID) rather than passed over in silence.
+    next_gtid = next(e for e in m2_events if e.pos > ev.pos and e.type_code == MARIADB_GTID)
+    line = assert_one_line_error(run, path, next_gtid.pos)
+    assert "no COMMIT or XID" in line, line
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 sql_replica_skip_counter skips N events; a transaction it reaches into is skipped whole (MySQL
 finishes the group). Skipped transactions still move the channel's position and are recorded as
 applied, so a restart does not apply them. Only the events of transactions count: relaydeck
-does not replay the coordinator's own events (format descriptions, rotates…) one by one.
+does not replay the coordinator's own events (format descriptions, rotates…) one by one. A
+discontinuity in the relay logs (events, transactions or files missing) counts as one event: the
+counter lets it past, and the channel goes on from the first transaction after it.
 
 SQL_Delay holds a transaction back until that many seconds after the source committed it (the
 original commit timestamp where logged, else the event's timestamp); what was applied before it
@@ -35,6 +37,14 @@ class StartControls:
         if self.skip_counter <= 0:
             return False
         self.skip_counter = max(0, self.skip_counter - len(txn.events))
+        return True
+
+    def take_gap(self) -> bool:
+        """A discontinuity in the relay log (a relay log read failure) counts as one event: with
+        the counter set, the DBA accepts the gap and the channel goes on after it."""
+        if self.skip_counter <= 0:
+            return False
+        self.skip_counter -= 1
         return True
 
     def due(self, txn: Transaction) -> float | None:

@@ -57,6 +57,7 @@ from .single import (
     ProgressCallback,
     Until,
     _read_chunks,
+    continuity_after,
     incident_error,
     progress_after,
     transaction_error,
@@ -306,11 +307,13 @@ class ParallelApplier:
         if self.until is not None and self.until.satisfied_at_start(self._scheduled):
             self.stats.stopped_by = "UNTIL condition"
             return None
+        continuity = continuity_after(self.progress, self.controls)
         reader = _read_chunks(
             self.logs,
             self.progress.relay_log_file,
             self.progress.relay_log_pos,
             AnyEvent(self.stop, self.kill) if self.follow else None,
+            continuity=continuity,
         )
         if self.preparer is not None:
             reader = self._prepared_ahead(reader)
@@ -357,6 +360,7 @@ class ParallelApplier:
                 self.stats.stopped_by = "KILL" if self.kill.is_set() else "STOP"
         finally:
             reader.close()
+            self.stats.gaps_accepted = continuity.accepted
         return None
 
     def _prepared_ahead(self, reader: Iterator[list[object]]) -> Iterator[list[object]]:

@@ -24,8 +24,9 @@ from ..binlog.constants import ROWS_EVENT_TYPES, ChecksumAlg, EventType, MariaGt
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
 from ..binlog.events.rows import shared_table_maps
 from ..binlog.reader import BinlogFile, LoggedEvent
-from ..errors import BinlogError
+from ..errors import BinlogError, RelayLogGap
 from ..gtids import GtidBatch, MariaGtid
+from ..relaylog.continuity import Continuity
 from ..relaylog.segments import Segment
 from ..slave.rowapply import for_target, value_converter
 from ..slave.schema import MysqlTable
@@ -132,6 +133,9 @@ class PreparedSegment:
     # Reading stopped on bad input: everything before this position is in `items`; the
     # coordinator reads on from here itself, which reports the error where it is.
     resume_at: Position | None = None
+    # The segment's continuity check: what its start must follow, and its state at the end
+    continuity: Continuity | None = None
+    gap: tuple[str, int | None, str] | None = None  # a discontinuity inside it: file, position, why
 
 
 @dataclass(slots=True)
@@ -373,6 +377,8 @@ def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -
 def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -> PreparedSegment:
     state = segment.state
     stop_name, stop_pos = segment.stop if segment.stop is not None else ("", -1)
+    continuity = Continuity.segment(segment.files[0], segment.start_pos)
+    checked_to = Position("", -1)  # a transaction the scanner checked but left to the reader
     assembler = TransactionAssembler()
     items: list[Transaction | LoggedEvent | Incomplete | PreparedRun] = []
     builder = _RunBuilder()
@@ -468,7 +474,7 @@ def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -
 
     def scan(binlog: BinlogFile, pos: int, limit: int) -> int:
         """Transactions the compiled scanner reads from pos; where it stopped."""
-        nonlocal done
+        nonlocal done, checked_to
         name, data, context = binlog.name, binlog._data, state.context
         source = state.source_log_file or name
         checksum = context.checksum_alg == _CRC32
@@ -477,11 +483,13 @@ def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -
             scanned = scanner.scan_transaction(data, pos, limit, checksum, lengths, mariadb, _TABLE_MAPS)
             if scanned is None:
                 return pos
+            continuity.scanned(name, source, data, pos, scanned[0], scanned[2], scanned[3])
             outcome = builder.add_scanned(scanned, name, pos, source)
             if outcome is False:
                 close_run()
                 outcome = builder.add_scanned(scanned, name, pos, source)
             if not taken(outcome):
+                checked_to = Position(name, scanned[0])
                 return pos  # the reader takes it, and its decoding reports what is wrong
             pos = scanned[0]
             done = Position(name, pos)
@@ -507,6 +515,8 @@ def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -
                         for logged in reader:
                             if logged.pos == stop_pos and logged.log_name == stop_name:
                                 break
+                            if logged.log_name != checked_to.log_name or logged.pos >= checked_to.pos:
+                                continuity.event(logged)
                             read(logged)
                             pos = logged.end_pos
                             if (
@@ -523,12 +533,18 @@ def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -
                         reader.close()  # type: ignore[attr-defined]
                     if pos == stop_pos and binlog.name == stop_name:
                         close_run()
-                        return PreparedSegment(segment.number, items)
+                        return PreparedSegment(segment.number, items, continuity=continuity)
+    except RelayLogGap as gap:
+        close_run()
+        # the segment's start is still checked against the one before: that gap would come first
+        return PreparedSegment(
+            segment.number, items, continuity=continuity, gap=(gap.file, gap.pos, gap.detail)
+        )
     except BinlogError:
         close_run()
-        return PreparedSegment(segment.number, items, done)
+        return PreparedSegment(segment.number, items, done, continuity)
     close_run()
-    return PreparedSegment(segment.number, items)
+    return PreparedSegment(segment.number, items, continuity=continuity)
 
 
 def can_follow(runs: list[PreparedRun], following: PreparedRun) -> bool:

@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 
+from ..errors import RelayLogGap
+from ..relaylog.continuity import Continuity
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import Segment, plan_segments
 from ..transactions import Position
@@ -77,7 +79,12 @@ ReadOn = Callable[[str, int], Iterator[list[object]]]
 
 
 def prepared_chunks(
-    logs: RelayLogSet, start_file: str | None, start_pos: int, pool: SegmentPool, read_on: ReadOn
+    logs: RelayLogSet,
+    start_file: str | None,
+    start_pos: int,
+    pool: SegmentPool,
+    read_on: ReadOn,
+    continuity: Continuity | None = None,
 ) -> Iterator[list[object]]:
     """The relay log from (start_file, start_pos) as the single applier's reader gives it, except
     that runs of row-only transactions come as PreparedRun. Up to pool.ahead segments are in
@@ -87,6 +94,10 @@ def prepared_chunks(
     read_on(file, pos): the ordinary reader from a position; a segment that met bad input hands
     over to it there, so the error is reported exactly as the ordinary reader reports it. So does
     a segment whose process failed otherwise: what it held is read and applied the ordinary way.
+
+    continuity: the check of the stream before start_pos. Each worker checks its segment; here
+    each segment's start is checked against the end of the one before, so the whole stream is
+    checked as one reader checks it, and a discontinuity stops it after what precedes it.
     """
     in_flight: deque[tuple[Segment, Future[PreparedSegment]]] = deque()
     # a short first segment: the applier has nothing to do until one is prepared
@@ -130,13 +141,26 @@ def prepared_chunks(
             refill()
             items: list[object] = []
             for prepared in ready:
-                resume_at = prepared if isinstance(prepared, Position) else prepared.resume_at
-                if isinstance(prepared, PreparedSegment):
-                    items.extend(prepared.items)
-                if resume_at is not None:
-                    # the ordinary reader goes on from there: it reports bad input as it always does
+                if isinstance(prepared, Position):
+                    # its process failed: the ordinary reader reads and applies the segment itself
                     yield items
-                    yield from read_on(resume_at.log_name, resume_at.pos)
+                    yield from read_on(prepared.log_name, prepared.pos)
+                    return
+                checked = prepared.continuity
+                if continuity is not None and checked is not None and checked.entry is not None:
+                    try:
+                        continuity = continuity.follows(checked.entry, checked)
+                    except RelayLogGap:
+                        yield items
+                        raise
+                items.extend(prepared.items)
+                if prepared.gap is not None:
+                    yield items
+                    raise RelayLogGap(*prepared.gap)
+                if prepared.resume_at is not None:
+                    # bad input in this segment: the ordinary reader goes on from where it stopped
+                    yield items
+                    yield from read_on(prepared.resume_at.log_name, prepared.resume_at.pos)
                     return
             yield items
     finally:

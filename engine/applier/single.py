@@ -24,6 +24,7 @@ from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError, RelaydeckError
 from ..gtids import ExecutedGtids, GtidSet
+from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
@@ -202,6 +203,7 @@ def _read_chunks(
     follow: AnyEvent | None = None,
     budget: ByteBudget | None = None,
     parts: bool = False,
+    continuity: Continuity | None = None,
 ) -> Iterator[list[object]]:
     """The relay log grouped into transactions and coordinator events, a few hundred at a time.
 
@@ -215,12 +217,22 @@ def _read_chunks(
 
     budget: a chunk ends at its share; with parts, a row-only transaction larger than its part
     share comes in TransactionParts.
+
+    continuity: checks every event against the ones before it (RelayLogGap where something the
+    source logged is missing); None for a range read again that was checked already.
     """
     if follow is not None:
         assert logs.index_file is not None, "following needs the relay-log index"
         events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow)
     else:
         events = stream_events(logs, start_file=start_file, start_pos=start_pos)
+    check = None
+    if continuity is not None:
+        if start_file is not None:
+            path = next((p for p in logs.files if p.name == start_file), None)
+            if path is not None:
+                continuity.starting_in(path, start_pos)
+        check = continuity.event
     assembler = TransactionAssembler(budget.part_bytes if budget is not None and parts else None)
     chunk_limit = budget.chunk_bytes if budget is not None else sys.maxsize
     chunk: list[object] = []
@@ -233,6 +245,8 @@ def _read_chunks(
                     yield chunk
                     chunk, chunk_bytes = [], 0
                     continue
+                if check is not None:
+                    check(logged)
                 done = assembler.feed(logged)
                 if done:
                     chunk.extend(done)
@@ -258,6 +272,7 @@ class ApplyStats:
     transactions: int = 0
     skipped: int = 0  # already applied (by GTID)
     skipped_by_counter: int = 0  # sql_replica_skip_counter
+    gaps_accepted: int = 0  # relay-log discontinuities the skip counter let past
     row_changes: int = 0
     bytes: int = 0
     commits: int = 0
@@ -319,6 +334,7 @@ class ChannelApplier:
         # the work overlaps the reading instead of following it. One batch at most is in flight.
         self._committer: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
+        self.continuity = continuity_after(self.progress, self.controls)
 
     def run(self) -> ApplyStats:
         """Apply until the end of the available relay log, an UNTIL condition, or stop()."""
@@ -442,6 +458,7 @@ class ChannelApplier:
             raise
         finally:
             reader.close()
+            self.stats.gaps_accepted = self.continuity.accepted
             if self._committer is not None:
                 self._committer.shutdown(wait=True)
                 self._committer = None
@@ -453,17 +470,24 @@ class ChannelApplier:
         pos = self.progress.relay_log_pos
         one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
         if self.pool is None or self.follow or one_at_a_time:
-            return self._read_from(start_file, pos, AnyEvent(self.stop) if self.follow else None)
-        return prepared_chunks(self.logs, start_file, pos, self.pool, self._read_from)
+            follow = AnyEvent(self.stop) if self.follow else None
+            return self._read_from(start_file, pos, follow, self.continuity)
+        return prepared_chunks(self.logs, start_file, pos, self.pool, self._read_from, self.continuity)
 
     def _read_from(
-        self, start_file: str | None, pos: int, follow: AnyEvent | None = None
+        self,
+        start_file: str | None,
+        pos: int,
+        follow: AnyEvent | None = None,
+        continuity: Continuity | None = None,
     ) -> Iterator[list[object]]:
         """The ordinary reader, within the byte budget. Large transactions come in parts except
         where each transaction is looked at whole before it is applied (UNTIL, the skip counter,
-        SQL_Delay)."""
+        SQL_Delay). continuity: the check of what it reads (None: a range checked already)."""
         one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
-        return _read_chunks(self.logs, start_file, pos, follow, self.budget, parts=not one_at_a_time)
+        return _read_chunks(
+            self.logs, start_file, pos, follow, self.budget, parts=not one_at_a_time, continuity=continuity
+        )
 
     def _merge_ready(self, run: PreparedRun, work: deque[object]) -> PreparedRun:
         """The run and the prepared runs right behind it, within the batch limits, as one."""
@@ -699,6 +723,18 @@ class ChannelApplier:
 
     def _channel_error(self, txn: Transaction | TransactionPart, exc: Exception) -> ChannelError:
         return transaction_error(self.channel, txn, exc)
+
+
+def continuity_after(progress: ChannelProgress, controls: StartControls) -> Continuity:
+    """The relay-log continuity check of a channel going on from what the slave recorded; the
+    skip counter lets discontinuities past."""
+    continuity = Continuity.resuming(
+        progress.source_log_file if progress.relay_log_file is not None else None,
+        progress.source_log_pos,
+        progress.executed_gtids,
+    )
+    continuity.accept = controls.take_gap
+    return continuity
 
 
 def progress_after(

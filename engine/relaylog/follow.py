@@ -103,6 +103,7 @@ class _Follower:
         self.started = False  # reached start_file: its events (from start_pos) and later ones are yielded
         self.emit_from = 4  # events of `current` at or past this position are still to be yielded
         self.mapped_size: int | None = None  # size of `current` when last read; None before the first read
+        self.identity: tuple[int, int] | None = None  # (device, inode) of `current` when first read
         self.consumed = 4  # where that read stopped: the end of the last complete event
         self.stall: tuple[int | None, float] | None = None  # (size, deadline) of a cut-off tail
 
@@ -185,6 +186,7 @@ class _Follower:
             self.emit_from = 4 if self.started else _CONTEXT_ONLY
         self.current = path
         self.mapped_size = None
+        self.identity = None
         self.consumed = 4
         self.stall = None
 
@@ -201,6 +203,13 @@ class _Follower:
     def read_new_events(self) -> Iterator[LoggedEvent]:
         """The events of `current` not yielded yet, if it has grown; returns whether there were any."""
         size = _size_of(self.current)
+        if self.identity is not None and _identity_of(self.current) not in (None, self.identity):
+            # Another file now has the name: what it holds need not continue what was read.
+            raise BinlogError(
+                str(self.current),
+                self.consumed,
+                "file was replaced while being read (a new file under the same name)",
+            )
         if size is None or size < 4 or size == self.mapped_size:
             return False  # not there yet, or nothing new
         if self.mapped_size is not None and size < self.mapped_size:
@@ -219,6 +228,9 @@ class _Follower:
             ) as events,
         ):
             self.mapped_size = binlog.size
+            if self.identity is None:
+                info = os.fstat(binlog._fh.fileno())
+                self.identity = (info.st_dev, info.st_ino)
             for logged in events:
                 if not logged.inner:  # a payload's inner events come with it
                     if self.stopped():
@@ -319,6 +331,14 @@ class _ChangeWaiter:
         if self.changes is not None:
             self.changes.close()  # ends the watching thread
             self.changes = None
+
+
+def _identity_of(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def _size_of(path: Path) -> int | None:

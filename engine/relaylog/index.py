@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ChannelNameError, RelayIndexError
 
 MAX_CHANNEL_NAME_LENGTH = 64
+_NUMBERED = re.compile(r"^(.*)\.(\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,38 @@ def read_index(index_file: str | os.PathLike[str], must_exist: bool = True) -> R
         files.append(resolved)
     if not files:
         raise RelayIndexError(str(index_path), None, "index file lists no relay log files")
-    return RelayLogSet(index_path, tuple(files))
+    logs = RelayLogSet(index_path, tuple(files))
+    check_index_order(logs)
+    return logs
+
+
+def check_index_order(logs: RelayLogSet) -> None:
+    """Relay files are numbered one after another (`relay-bin.000001`, `.000002`, …): a number
+    missing from the index is a file missing from it, a number going back a file out of order."""
+    where = str(logs.index_file) if logs.index_file else "the relay logs given"
+    listed = {path.name for path in logs.files}
+    previous: tuple[str, int, str] | None = None
+    for path in logs.files:
+        match = _NUMBERED.match(path.name)
+        if match is None:
+            previous = None
+            continue
+        stem, number = match[1], int(match[2])
+        if previous is not None and previous[0] == stem:
+            before = previous[1]
+            missing = f"{stem}.{before + 1:0{len(match[2])}d}"
+            if number <= before or (number > before + 1 and missing in listed):
+                raise RelayIndexError(
+                    where, None, f"{path.name} is listed after {previous[2]}: the files are out of order"
+                )
+            if number > before + 1:
+                more = f" (and {number - before - 2} more)" if number > before + 2 else ""
+                raise RelayIndexError(
+                    where,
+                    None,
+                    f"{path.name} is listed right after {previous[2]}: {missing}{more} is missing from the index",
+                )
+        previous = (stem, number, path.name)
 
 
 def is_index_file(path: str | os.PathLike[str]) -> bool:

@@ -1,0 +1,542 @@
+"""No silent loss: relay logs that lost events, transactions or files stop the channel with error
+1594 at the last whole transaction; after the input is repaired a rerun gives the exact tables.
+
+Every case damages a copy of the bundled MariaDB capture's m1 channel. What the damage should
+cost (the transaction cut off, the last whole one before it) is worked out here from the event
+headers, independently of relaydeck's reader.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+import zlib
+from pathlib import Path
+
+import pytest
+
+from engine.errors import BinlogError, RelayIndexError, RelayLogGap
+from engine.relaylog.continuity import Continuity, checked
+from engine.relaylog.follow import CAUGHT_UP, follow_events
+from engine.relaylog.index import RelayLogSet, read_index
+from engine.relaylog.stream import stream_events
+
+from .conftest import MULTISOURCE, ROOT, replay_argv
+from .test_replay_oracle import assert_tables_equal
+
+RELAY = MULTISOURCE / "relay"
+M1_SCHEMAS = {"sbtest1", "sbtest2", "sbtest3"}
+HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
+MARIADB_GTID, XID, IGNORABLE = 162, 16, 0x80
+TRUNCATED_FILE, TRUNCATED_SIZE = "relay-bin-m1.000010", 591_304  # the issue's case
+APPLIERS = {
+    "single": [],
+    "threads": ["--workers", "2"],
+    "processes": ["--workers", "2", "--pool", "processes"],
+}
+
+
+def m1_expected() -> dict[tuple[str, str], Path]:
+    return {
+        (p.parent.name, p.stem): p
+        for p in (MULTISOURCE / "expected").glob("*/*.csv")
+        if p.parent.name in M1_SCHEMAS
+    }
+
+
+def copy_m1(folder: Path) -> Path:
+    folder.mkdir()
+    for path in RELAY.glob("relay-bin-m1.*"):
+        shutil.copyfile(path, folder / path.name)
+    return folder / "relay-bin-m1.index"
+
+
+def raw_events(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(pos, type, size, log_pos) of every whole event."""
+    out, pos = [], 4
+    while pos + 19 <= len(data):
+        _, code, _, size, log_pos, _ = HEADER.unpack_from(data, pos)
+        if size < 19 or pos + size > len(data):
+            break
+        out.append((pos, code, size, log_pos))
+        pos += size
+    return out
+
+
+def gtid_seq(data: bytes, pos: int) -> int:
+    return struct.unpack_from("<Q", data, pos + 19)[0]
+
+
+def with_crc(data: bytearray, pos: int, size: int) -> None:
+    struct.pack_into("<I", data, pos + size - 4, zlib.crc32(data[pos : pos + size - 4]))
+
+
+def replay(slave: Path, index: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    repo = slave.with_suffix(".sqlite")
+    command = replay_argv(slave, repo, f"m1={index}", *options)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def channel_status(slave: Path) -> dict[str, object]:
+    """SHOW REPLICA STATUS of channel m1 (`relaydeck status --json`)."""
+    command = [
+        sys.executable,
+        "-m",
+        "console.cli",
+        "status",
+        "--repository",
+        str(slave.with_suffix(".sqlite")),
+    ]
+    out = subprocess.run([*command, "--channel", "m1", "--json"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return next(row for row in json.loads(out.stdout) if row["channel_name"] == "m1")
+
+
+def assert_stopped_with_1594(
+    run: subprocess.CompletedProcess[str], slave: Path, last_seq: int, *named: str
+) -> str:
+    assert run.returncode != 0, run.stdout
+    assert "Traceback" not in run.stderr, run.stderr
+    line = run.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    assert "Error 1594" in line and "Relay log read failure" in line, line
+    for text in named:
+        assert text in line, f"{text!r} not in {line!r}"
+    status = channel_status(slave)
+    assert status["last_error_number"] == 1594
+    assert all(text in str(status["last_error_message"]) for text in named)
+    # nothing past the last whole transaction before the gap
+    assert status["executed_gtid_set"] == f"1-1-{last_seq}"
+    return line
+
+
+# ---------------------------------------------------------------------------
+# A middle file cut short (the issue's case)
+# ---------------------------------------------------------------------------
+
+
+def cut_transaction_seq() -> int:
+    """The transaction the cut falls in: the last GTID that starts before it."""
+    data = (RELAY / TRUNCATED_FILE).read_bytes()
+    starts = [pos for pos, code, _, _ in raw_events(data) if code == MARIADB_GTID and pos < TRUNCATED_SIZE]
+    return gtid_seq(data, starts[-1])
+
+
+@pytest.mark.parametrize("applier", list(APPLIERS))
+def test_a_truncated_middle_file_stops_at_the_last_whole_transaction_and_a_repaired_rerun_is_exact(
+    tmp_path: Path, applier: str
+) -> None:
+    index = copy_m1(tmp_path / "relay")
+    damaged = index.parent / TRUNCATED_FILE
+    with open(damaged, "r+b") as fh:
+        fh.truncate(TRUNCATED_SIZE)
+    cut = cut_transaction_seq()
+    assert cut == 1325  # as the issue describes it
+    slave = tmp_path / "slave.duckdb"
+    run = replay(slave, index, *APPLIERS[applier])
+    # the next event from the source is the source's Rotate at the top of the next relay file
+    assert_stopped_with_1594(
+        run, slave, cut - 1, "relay-bin-m1.000011:256", "expected master-bin.000005:", "1-1-1325"
+    )
+    shutil.copyfile(RELAY / TRUNCATED_FILE, damaged)
+    rerun = replay(slave, index, *APPLIERS[applier])
+    assert rerun.returncode == 0, rerun.stderr
+    assert channel_status(slave)["executed_gtid_set"] == "1-1-2145"
+    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+
+
+def test_events_reports_the_same_gap(tmp_path: Path) -> None:
+    index = copy_m1(tmp_path / "relay")
+    with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
+        fh.truncate(TRUNCATED_SIZE)
+    run = subprocess.run(
+        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert run.returncode != 0
+    assert run.stderr.startswith("relaydeck: relay-bin-m1.000011 at position 256: Relay log read failure: ")
+    assert "master-bin.000005" in run.stderr and len(run.stderr.splitlines()) == 1
+    # everything before the gap was listed
+    assert run.stdout.splitlines()[-1].startswith("relay-bin-m1.000011\t4\tFormat_desc")
+
+
+def test_the_skip_counter_lets_the_gap_past_and_says_so(tmp_path: Path) -> None:
+    index = copy_m1(tmp_path / "relay")
+    with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
+        fh.truncate(TRUNCATED_SIZE)
+    slave = tmp_path / "slave.duckdb"
+    assert replay(slave, index).returncode != 0
+    accepted = replay(slave, index, "--skip-counter", "1")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "1 relay-log gap(s) let past by the skip counter" in accepted.stdout
+    status = channel_status(slave)
+    assert status["last_error_number"] == 0 and status["executed_gtid_set"] == "1-1-2145"
+    # the transactions the cut took are lost (the DBA accepted that); every other one is applied
+    original = (RELAY / TRUNCATED_FILE).read_bytes()
+    cut = cut_transaction_seq()
+    lost = [gtid_seq(original, pos) for pos, code, _, _ in raw_events(original) if code == MARIADB_GTID]
+    lost = [seq for seq in lost if seq >= cut]
+    assert f" {2145 - (cut - 1) - len(lost)} transactions applied" in accepted.stdout, accepted.stdout
+
+
+def test_skipping_through_statements_uses_the_same_counter(tmp_path: Path) -> None:
+    index = copy_m1(tmp_path / "relay")
+    with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
+        fh.truncate(TRUNCATED_SIZE)
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "slave.sqlite"
+
+    def sql(statement: str) -> subprocess.CompletedProcess[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "sql",
+            "--repository",
+            str(repo),
+            "--slave",
+            str(slave),
+        ]
+        return subprocess.run([*command, statement], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    changed = sql(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{index}' FOR CHANNEL 'm1'")
+    assert changed.returncode == 0, changed.stderr
+    sql("START REPLICA FOR CHANNEL 'm1'")
+    assert channel_status(slave)["last_error_number"] == 1594
+    assert sql("SET GLOBAL sql_replica_skip_counter = 1").returncode == 0
+    sql("START REPLICA FOR CHANNEL 'm1'")
+    status = channel_status(slave)
+    assert status["last_error_number"] == 0, status["last_error_message"]
+    assert status["executed_gtid_set"] == "1-1-2145"
+
+
+# ---------------------------------------------------------------------------
+# Files missing from the index, or out of order
+# ---------------------------------------------------------------------------
+
+
+def test_a_file_missing_from_the_index_is_an_error_and_the_repaired_index_replays_exactly(
+    tmp_path: Path,
+) -> None:
+    index = copy_m1(tmp_path / "relay")
+    original = index.read_text()
+    index.write_text("".join(line + "\n" for line in original.splitlines() if "000012" not in line))
+    (index.parent / "relay-bin-m1.000012").unlink()
+    slave = tmp_path / "slave.duckdb"
+    run = replay(slave, index)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert "relay-bin-m1.000012 is missing from the index" in run.stderr, run.stderr
+    with pytest.raises(RelayIndexError):
+        read_index(index)
+    index.write_text(original)
+    shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
+    rerun = replay(slave, index)
+    assert rerun.returncode == 0, rerun.stderr
+    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+
+
+def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
+    index = copy_m1(tmp_path / "relay")
+    lines = index.read_text().splitlines()
+    lines[11], lines[12] = lines[12], lines[11]
+    index.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RelayIndexError, match="out of order"):
+        read_index(index)
+    run = subprocess.run(
+        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert run.returncode != 0 and "out of order" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_relay_file_other_than_the_one_its_predecessor_rotates_to_is_a_gap() -> None:
+    # Without an index (files given one by one) the numbering is not checked: the relay log's own
+    # Rotate at the end of each file is what names the file that comes next.
+    files = tuple(
+        RELAY / name for name in ("relay-bin-m1.000001", "relay-bin-m1.000002", "relay-bin-m1.000004")
+    )
+    with pytest.raises(RelayLogGap, match="relay-bin-m1.000002 ends with a Rotate to relay-bin-m1.000003"):
+        for _ in checked(stream_events(RelayLogSet(None, files)), Continuity()):
+            pass
+
+
+# ---------------------------------------------------------------------------
+# A damaged GTID, a missing XID
+# ---------------------------------------------------------------------------
+
+
+def middle_gtid(data: bytes) -> tuple[int, int]:
+    gtids = [(pos, size) for pos, code, size, _ in raw_events(data) if code == MARIADB_GTID]
+    return gtids[len(gtids) // 2]
+
+
+@pytest.mark.parametrize("applier", ["single", "processes"])
+def test_a_gtid_with_a_damaged_sequence_number_is_a_gap_not_later_transactions_already_applied(
+    tmp_path: Path, applier: str
+) -> None:
+    index = copy_m1(tmp_path / "relay")
+    damaged = index.parent / "relay-bin-m1.000006"
+    data = bytearray(damaged.read_bytes())
+    pos, size = middle_gtid(bytes(data))
+    seq = gtid_seq(bytes(data), pos)
+    struct.pack_into("<Q", data, pos + 19, seq + 1181)
+    with_crc(data, pos, size)
+    damaged.write_bytes(bytes(data))
+    slave = tmp_path / "slave.duckdb"
+    run = replay(slave, index, *APPLIERS[applier])
+    assert_stopped_with_1594(run, slave, seq - 1, f"relay-bin-m1.000006:{pos}", f"1-1-{seq + 1181}", f"{seq}")
+    shutil.copyfile(RELAY / "relay-bin-m1.000006", damaged)
+    rerun = replay(slave, index, *APPLIERS[applier])
+    assert rerun.returncode == 0, rerun.stderr
+    assert "(0 already applied)" in rerun.stdout
+    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+
+
+@pytest.mark.parametrize("applier", ["single", "threads"])
+def test_a_transaction_whose_xid_is_missing_is_not_dropped_silently(tmp_path: Path, applier: str) -> None:
+    index = copy_m1(tmp_path / "relay")
+    damaged = index.parent / "relay-bin-m1.000008"
+    data = bytearray(damaged.read_bytes())
+    events = raw_events(bytes(data))
+    xids = [i for i, (_, code, _, _) in enumerate(events) if code == XID]
+    at = xids[len(xids) // 2]
+    xid_pos, _, xid_size, _ = events[at]
+    # the XID becomes an event of a type nobody knows, flagged ignorable: positions stay whole
+    data[xid_pos + 4] = 99
+    struct.pack_into("<H", data, xid_pos + 17, IGNORABLE)
+    with_crc(data, xid_pos, xid_size)
+    damaged.write_bytes(bytes(data))
+    opening = max(pos for pos, code, _, _ in events[:at] if code == MARIADB_GTID)
+    seq = gtid_seq(bytes(data), opening)
+    next_gtid = next(pos for pos, code, _, _ in events[at:] if code == MARIADB_GTID)
+    slave = tmp_path / "slave.duckdb"
+    run = replay(slave, index, *APPLIERS[applier])
+    line = assert_stopped_with_1594(run, slave, seq - 1, f"relay-bin-m1.000008:{next_gtid}", f"1-1-{seq}")
+    assert "no COMMIT or XID" in line
+    shutil.copyfile(RELAY / "relay-bin-m1.000008", damaged)
+    assert replay(slave, index, *APPLIERS[applier]).returncode == 0
+    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+
+
+# ---------------------------------------------------------------------------
+# What must stay legitimate
+# ---------------------------------------------------------------------------
+
+
+def test_a_transaction_fetched_again_from_its_start_after_a_reconnect_is_not_a_gap(tmp_path: Path) -> None:
+    # The receiver lost its connection inside a transaction: the relay file ends there, and the
+    # next one starts with the receiver's artificial Rotate back to the transaction's start, the
+    # source's format description, and the whole transaction again.
+    data = (RELAY / "relay-bin-m1.000008").read_bytes()
+    events = raw_events(data)
+    gtids = [i for i, (_, code, _, _) in enumerate(events) if code == MARIADB_GTID]
+    g = gtids[len(gtids) // 2]
+    gtid_pos, _, gtid_size, gtid_end = events[g]
+    cut = events[g + 2][0]  # after the GTID and its first table map
+    first = data[:cut]
+    fde_pos, _, fde_size, _ = events[0]
+    # the second file: the replica's FDE, an artificial Rotate to the transaction's start, the
+    # source's FDE as a reconnect sends it (log_pos 0), then the rest of the original file
+    rotate_body = struct.pack("<Q", gtid_end - gtid_size) + b"master-bin.000004"
+    rotate = HEADER.pack(0, 4, 1, 19 + len(rotate_body) + 4, 0, 0x20) + rotate_body
+    rotate += struct.pack("<I", zlib.crc32(rotate))
+    source_fde = bytearray(data[events[2][0] : events[2][0] + events[2][2]])
+    assert source_fde[4] == 15
+    struct.pack_into("<I", source_fde, 13, 0)
+    with_crc(source_fde, 0, len(source_fde))
+    second = data[:4] + data[fde_pos : fde_pos + fde_size] + rotate + bytes(source_fde) + data[gtid_pos:]
+    folder = tmp_path / "relay"
+    folder.mkdir()
+    (folder / "relay-bin-m1.000001").write_bytes(first)
+    (folder / "relay-bin-m1.000002").write_bytes(second)
+    index = folder / "relay-bin-m1.index"
+    index.write_text("./relay-bin-m1.000001\n./relay-bin-m1.000002\n")
+    read = list(checked(stream_events(read_index(index)), Continuity()))
+    assert read[-1].log_name == "relay-bin-m1.000002"
+    # without the reconnect, the same transaction again is a gap: the first one is cut off
+    (folder / "relay-bin-m1.000002").write_bytes(
+        data[:4] + data[fde_pos : fde_pos + fde_size] + data[gtid_pos:]
+    )
+    with pytest.raises(RelayLogGap, match="is cut off|no COMMIT or XID"):
+        for _ in checked(stream_events(read_index(index)), Continuity()):
+            pass
+
+
+def test_following_a_file_that_is_replaced_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "relay"
+    folder.mkdir()
+    for name in ("relay-bin-m2.000001", "relay-bin-m2.000002"):
+        shutil.copyfile(RELAY / name, folder / name)
+    index = folder / "relay-bin-m2.index"
+    index.write_text("./relay-bin-m2.000001\n./relay-bin-m2.000002\n")
+    stop = threading.Event()
+    watchdog = threading.Timer(30, stop.set)
+    watchdog.start()
+    follower = follow_events(index, stop=stop, poll_s=0.1)
+    try:
+        for item in follower:
+            if item is CAUGHT_UP:
+                break
+        replacement = folder / "replacement"
+        shutil.copyfile(RELAY / "relay-bin-m2.000002", replacement)
+        with open(replacement, "ab") as fh:
+            fh.write(b"\0" * 10)
+        replacement.replace(folder / "relay-bin-m2.000002")
+        with pytest.raises(BinlogError, match="replaced while being read"):
+            for _ in follower:
+                pass
+    finally:
+        watchdog.cancel()
+        stop.set()
+
+
+def test_a_relay_log_that_starts_after_what_the_channel_applied_is_a_gap(tmp_path: Path) -> None:
+    # The channel applied up to 1-1-500; after RESET REPLICA it is pointed at relay logs that
+    # begin much later (the files before were purged): the transactions between are missing.
+    index = copy_m1(tmp_path / "relay")
+    later = tmp_path / "later"
+    later.mkdir()
+    names = [p.name for p in read_index(index).files][9:]
+    for name in names:
+        shutil.copyfile(RELAY / name, later / name)
+    (later / "relay-bin-m1.index").write_text("".join(f"./{name}\n" for name in names))
+    first_gtid = next(
+        gtid_seq(data, pos)
+        for data in [(RELAY / names[0]).read_bytes(), (RELAY / names[1]).read_bytes()]
+        for pos, code, _, _ in raw_events(data)
+        if code == MARIADB_GTID
+    )
+    slave, repo = tmp_path / "slave.duckdb", tmp_path / "slave.sqlite"
+
+    def sql(statement: str) -> subprocess.CompletedProcess[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "console.cli",
+            "sql",
+            "--repository",
+            str(repo),
+            "--slave",
+            str(slave),
+        ]
+        return subprocess.run([*command, statement], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    assert sql(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{index}' FOR CHANNEL 'm1'").returncode == 0
+    started = sql("START REPLICA UNTIL SQL_AFTER_GTIDS = '1-1-500' FOR CHANNEL 'm1'")
+    assert started.returncode == 0, started.stderr
+    assert channel_status(slave)["executed_gtid_set"] == "1-1-500"
+    assert sql("RESET REPLICA FOR CHANNEL 'm1'").returncode == 0
+    assert (
+        sql(
+            f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{later / 'relay-bin-m1.index'}' FOR CHANNEL 'm1'"
+        ).returncode
+        == 0
+    )
+    sql("START REPLICA FOR CHANNEL 'm1'")
+    status = channel_status(slave)
+    assert status["last_error_number"] == 1594
+    assert f"GTID 1-1-{first_gtid} follows 500 in domain 1" in str(status["last_error_message"])
+    assert status["executed_gtid_set"] == "1-1-500"
+
+
+# ---------------------------------------------------------------------------
+# The check's parts
+# ---------------------------------------------------------------------------
+
+
+def damaged_seq_copy(folder: Path, name: str, pos: int, add: int) -> Path:
+    """m1 copied into folder with the GTID event at (name, pos) numbered `add` further."""
+    index = copy_m1(folder)
+    path = folder / name
+    data = bytearray(path.read_bytes())
+    size = struct.unpack_from("<I", data, pos + 9)[0]
+    assert data[pos + 4] == MARIADB_GTID
+    struct.pack_into("<Q", data, pos + 19, gtid_seq(bytes(data), pos) + add)
+    with_crc(data, pos, size)
+    path.write_bytes(bytes(data))
+    return index
+
+
+def test_a_gap_at_a_segment_boundary_is_found_by_chaining_the_segments(tmp_path: Path) -> None:
+    from engine.applier.prepare import prepare_segment
+    from engine.relaylog.segments import plan_segments
+
+    segments = list(plan_segments(read_index(RELAY / "relay-bin-m1.index"), None, 4, 100))
+    boundary = segments[7]
+    index = damaged_seq_copy(tmp_path / "relay", boundary.files[0].name, boundary.start_pos, 1181)
+    segments = list(plan_segments(read_index(index), None, 4, 100))
+    assert (segments[7].files[0].name, segments[7].start_pos) == (boundary.files[0].name, boundary.start_pos)
+    chain = Continuity()
+    for segment in segments[:7]:
+        prepared = prepare_segment(segment, 1000)
+        assert prepared.gap is None
+        chain = chain.follows(prepared.continuity.entry, prepared.continuity)
+    # The damaged GTID opens segment 7: its worker cannot judge it (the GTID after it going back
+    # is what the worker finds), the segment before it can, at the GTID's own position.
+    prepared = prepare_segment(segments[7], 1000)
+    assert prepared.gap is not None and prepared.gap[1] > boundary.start_pos
+    with pytest.raises(RelayLogGap, match="follows") as info:
+        chain.follows(prepared.continuity.entry, prepared.continuity)
+    assert (info.value.file, info.value.pos) == (boundary.files[0].name, boundary.start_pos)
+
+
+def test_the_undamaged_capture_chained_by_segments_has_no_gap() -> None:
+    from engine.applier.prepare import prepare_segment
+    from engine.relaylog.segments import plan_segments
+
+    for channel in ("m1", "m2"):
+        chain = Continuity()
+        for segment in plan_segments(read_index(RELAY / f"relay-bin-{channel}.index"), None, 4, 50):
+            prepared = prepare_segment(segment, 1000)
+            assert prepared.gap is None and prepared.continuity is not None
+            chain = chain.follows(prepared.continuity.entry, prepared.continuity)
+
+
+def test_letting_a_gap_past_starts_the_check_afresh_at_the_next_transaction(tmp_path: Path) -> None:
+    index = copy_m1(tmp_path / "relay")
+    with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
+        fh.truncate(TRUNCATED_SIZE)
+    continuity = Continuity(accept=lambda: True)
+    events = list(checked(stream_events(read_index(index)), continuity))
+    assert continuity.accepted == 1  # one gap, and everything after it follows on
+    assert events[-1].log_name == "relay-bin-m1.000014"
+    # a damaged sequence number is two discontinuities: the jump, and the way back after it
+    data = (RELAY / "relay-bin-m1.000006").read_bytes()
+    pos, _ = middle_gtid(data)
+    damaged = damaged_seq_copy(tmp_path / "seq", "relay-bin-m1.000006", pos, 1181)
+    continuity = Continuity(accept=lambda: True)
+    for _ in checked(stream_events(read_index(damaged)), continuity):
+        pass
+    assert continuity.accepted == 2
+
+
+def _public_logs() -> list[Path]:
+    from .conftest import PUBLIC
+
+    return sorted(p for p in PUBLIC.rglob("*") if p.is_file() and p.name != "README.md")
+
+
+def test_no_bundled_log_reads_as_a_gap() -> None:
+    # The check must not cry wolf: real MariaDB and MySQL relay logs and binlogs (damaged public
+    # files end in their own errors, which are not gaps).
+    sets = [read_index(RELAY / f"relay-bin-{channel}.index") for channel in ("m1", "m2")]
+    sets += [RelayLogSet(None, (path,)) for path in _public_logs()]
+    for logs in sets:
+        try:
+            for _ in checked(stream_events(logs), Continuity()):
+                pass
+        except RelayLogGap:
+            raise
+        except BinlogError:
+            pass
+
+
+@pytest.mark.parametrize("workload", ["oltp", "ddl", "large", "statement", "temporary", "mixed"])
+def test_no_generated_relay_log_reads_as_a_gap(workload: str, tmp_path: Path) -> None:
+    from engine.generate import generate
+
+    summary = generate(workload, 3, tmp_path / "relay", size_mb=2)
+    assert len(read_index(summary.index_file).files) > 2  # source and relay rotations included
+    for _ in checked(stream_events(read_index(summary.index_file)), Continuity()):
+        pass
