@@ -569,10 +569,14 @@ MARIADB_GTID, MARIADB_GTID_LIST, MARIADB_CHECKPOINT = 162, 163, 161
 
 
 def shortened(data: bytes, ev: RawEvent, by: int) -> bytes:
-    """The event's body `by` bytes shorter (its length and CRC32 made to agree), the rest after it."""
+    """The event's body `by` bytes shorter (its length, source end position and CRC32 made to
+    agree, as if the source had logged it so), the rest after it."""
     body_end = ev.end - 4
     event = bytearray(data[ev.pos : body_end - by])
     struct.pack_into("<I", event, 9, len(event) + 4)
+    (end_log_pos,) = struct.unpack_from("<I", event, 13)
+    if end_log_pos:
+        struct.pack_into("<I", event, 13, end_log_pos - by)
     event += struct.pack("<I", zlib.crc32(event))
     return data[: ev.pos] + bytes(event) + data[ev.end :]
 
@@ -599,8 +603,10 @@ def test_a_shortened_event_is_reported_in_the_binlogs_terms_not_pythons(
     for by in sorted({1, 2, 3, 4, 5, 7, 8, 9, 13, body // 2, body - 1, body} - {0}):
         path = write(tmp_path, shortened(m2_bytes, ev, min(by, body)))
         code, err = events_stderr(path, capsys)
-        if code == 0:
-            continue  # a shorter body can still be a valid one (a statement or a row cut short)
+        if code == 0 or f"{path.name} at position {ev.pos}: " not in err and "are missing" in err:
+            # a shorter body can still be a valid one (a statement or a row cut short): then only
+            # the continuity check finds the missing bytes, at the next event
+            continue
         assert err.count("\n") == 1 and f"{path.name} at position {ev.pos}: " in err, err
         assert not PYTHON_PHRASING.search(err), err
         messages.add(err)
