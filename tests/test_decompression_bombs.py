@@ -31,6 +31,7 @@ import zstandard
 
 from engine.binlog.constants import EventType
 from engine.binlog.events.compression import MAX_UNCOMPRESSED
+from engine.binlog.writer import packed_int
 from engine.replay import ChannelSpec, Replay
 from engine.repository import ChannelStatus, Repository
 from engine.slave.database import Slave
@@ -155,19 +156,9 @@ def zlib_query_bomb(path: Path, declared: int, stream: bytes) -> tuple[Path, int
     return write_log(path, [fde, bomb]), 4 + len(fde)
 
 
-def _packed(n: int) -> bytes:
-    if n < 251:
-        return bytes((n,))
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
-
-
 def _payload_field(field_type: int, value: int) -> bytes:
-    packed = _packed(value)
-    return bytes((field_type,)) + _packed(len(packed)) + packed
+    packed = packed_int(value)
+    return bytes((field_type,)) + packed_int(len(packed)) + packed
 
 
 def zstd_payload_bomb(path: Path, declared: int, frame: bytes) -> tuple[Path, int]:

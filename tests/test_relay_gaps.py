@@ -8,6 +8,7 @@ headers, independently of relaydeck's reader.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import struct
@@ -182,24 +183,19 @@ def test_the_skip_counter_lets_the_gap_past_and_says_so(tmp_path: Path) -> None:
     assert f" {2145 - (cut - 1) - len(lost)} transactions applied" in accepted.stdout, accepted.stdout
 
 
+def run_sql(repo: Path, slave: Path, statement: str) -> subprocess.CompletedProcess[str]:
+    """`relaydeck sql` in its own process, as a DBA runs it."""
+    command = [sys.executable, "-m", "console.cli", "sql", "--repository", str(repo), "--slave", str(slave)]
+    return subprocess.run([*command, statement], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
 def test_skipping_through_statements_uses_the_same_counter(tmp_path: Path) -> None:
     index = copy_m1(tmp_path / "relay")
     with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
         fh.truncate(TRUNCATED_SIZE)
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "slave.sqlite"
 
-    def sql(statement: str) -> subprocess.CompletedProcess[str]:
-        command = [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "sql",
-            "--repository",
-            str(repo),
-            "--slave",
-            str(slave),
-        ]
-        return subprocess.run([*command, statement], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    sql = functools.partial(run_sql, repo, slave)
 
     changed = sql(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{index}' FOR CHANNEL 'm1'")
     assert changed.returncode == 0, changed.stderr
@@ -409,18 +405,7 @@ def test_a_relay_log_that_starts_after_what_the_channel_applied_is_a_gap(tmp_pat
     )
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "slave.sqlite"
 
-    def sql(statement: str) -> subprocess.CompletedProcess[str]:
-        command = [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "sql",
-            "--repository",
-            str(repo),
-            "--slave",
-            str(slave),
-        ]
-        return subprocess.run([*command, statement], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    sql = functools.partial(run_sql, repo, slave)
 
     assert sql(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{index}' FOR CHANNEL 'm1'").returncode == 0
     started = sql("START REPLICA UNTIL SQL_AFTER_GTIDS = '1-1-500' FOR CHANNEL 'm1'")
