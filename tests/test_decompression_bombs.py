@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import os
-import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -52,8 +52,20 @@ TIMEOUT = 60  # a hang fails the test; the time taken is asserted separately
 SECONDS_LIMIT = 20  # two shared cores: a 300 MiB confirmation pass takes a few seconds
 
 
-def _limit_address_space(size: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (size, size))
+# The peak RSS must be the command's own. A process forked from this test process starts with
+# this process's high-water mark (hundreds of MB late in a whole suite), and exec keeps it; so a
+# small launcher forks the command, limits its address space and reports its wait4 figures.
+_LAUNCHER = """
+import os, resource, sys
+limit, report, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as fh:
+    fh.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
 
 
 @dataclass(frozen=True)
@@ -65,36 +77,33 @@ class Measured:
 
 def run_measured(tmp_path: Path, *args: str | Path) -> Measured:
     """`relaydeck ARGS` in a fresh process; the peak RSS of that process alone (wait4)."""
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    out, err, report = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "usage"
+    report.unlink(missing_ok=True)
+    limit = REPLAY_ADDRESS_SPACE if args[0] == "replay" else ADDRESS_SPACE
+    command = [sys.executable, "-m", "console.cli", *map(str, args)]
     started = time.monotonic()
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", *map(str, args)],
+        launcher = subprocess.Popen(
+            [sys.executable, "-S", "-c", _LAUNCHER, str(limit), str(report), *command],
             cwd=ROOT,
             stdout=stdout,
             stderr=stderr,
-            preexec_fn=functools.partial(
-                _limit_address_space, REPLAY_ADDRESS_SPACE if args[0] == "replay" else ADDRESS_SPACE
-            ),
+            start_new_session=True,
         )
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - started > TIMEOUT:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
+        try:
+            launcher.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
             pytest.fail(f"relaydeck {args} still running after {TIMEOUT} s")
-        time.sleep(0.02)
     seconds = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    returncode, max_rss_kib = map(int, report.read_text().split())
     run = Run(
-        proc.returncode,
+        returncode,
         out.read_bytes().decode("utf-8", "backslashreplace"),
         err.read_bytes().decode("utf-8", "backslashreplace"),
     )
-    return Measured(run, usage.ru_maxrss * 1024, seconds)
+    return Measured(run, max_rss_kib * 1024, seconds)
 
 
 # ---------------------------------------------------------------------------

@@ -278,14 +278,14 @@ def test_a_row_image_that_does_not_decode_stops_with_error_1594_naming_the_rows_
     # The reader frames the event (its CRC32 holds); its row image, cut 3 bytes short, fails only
     # when applied: the error names the rows event, in the binlog's terms.
     from .conftest import MULTISOURCE
-    from .test_bad_input import PYTHON_PHRASING, WRITE_ROWS_V1, first_of, raw_events, shortened
+    from .test_bad_input import PYTHON_PHRASING, WRITE_ROWS_V1, first_of, raw_events, shortened_at_the_source
 
     relay = tmp_path / "relay"
     shutil.copytree(MULTISOURCE / "relay", relay)
     path = relay / "relay-bin-m2.000002"
     data = path.read_bytes()
     victim = first_of(raw_events(data)[0], WRITE_ROWS_V1)
-    path.write_bytes(shortened(data, victim, 3))
+    path.write_bytes(shortened_at_the_source(data, victim, 3))
     run = subprocess.run(
         replay_argv(tmp_path / "s.duckdb", tmp_path / "r.sqlite", f"m2={relay / 'relay-bin-m2.index'}"),
         capture_output=True,
