@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import TextIO
 
@@ -46,6 +47,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--relay-dir", required=True, type=Path, metavar="DIR")
     parser.add_argument("--from-file", default=None, metavar="BINLOG", help="the source binlog to start in")
     parser.add_argument("--from-pos", type=int, default=4, metavar="N", help="with --from-file (default 4)")
+    parser.add_argument(
+        "--from-gtid",
+        default=None,
+        metavar="GTIDS",
+        help="MariaDB GTID positioning: start after these GTIDs ('domain-server-seq,…'; '' for the start)",
+    )
     parser.add_argument("--server-id", type=int, default=2, help="this replica's server id (default 2)")
     parser.add_argument("--max-relay-log-size", type=int, default=DEFAULT_MAX_RELAY_LOG_SIZE, metavar="BYTES")
     until = parser.add_mutually_exclusive_group()
@@ -69,11 +76,20 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     if args.max_relay_log_size < 4096:
         raise RelaydeckError("--max-relay-log-size is at least 4096 bytes")
     password = args.password if args.password is not None else os.environ.get(PASSWORD_ENVIRONMENT, "")
+    if args.from_file and args.from_gtid is not None:
+        raise RelaydeckError("give --from-file or --from-gtid, not both")
+    if args.from_gtid is not None and not re.fullmatch(
+        r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|", args.from_gtid.replace(" ", "")
+    ):
+        raise RelaydeckError(
+            f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
+        )
     start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
     result = receive(
         SourceAccount(args.host, args.port, args.user, password),
         ReceiverSettings(args.channel, args.relay_dir, args.server_id, args.max_relay_log_size),
         start=start,
+        gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
         until_caught_up=args.stop_after_seconds is None,
         stop_after=args.stop_after_seconds,
     )

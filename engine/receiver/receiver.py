@@ -151,6 +151,7 @@ def receive(
     settings: ReceiverSettings,
     *,
     start: SourcePosition | None = None,
+    gtid_start: str | None = None,
     until_caught_up: bool = True,
     stop_after: float | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -163,10 +164,13 @@ def receive(
     )  # fmt: skip
     conn = connect(account)
     try:
-        if start is None:
+        if gtid_start is not None:
+            # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate)
+            start = SourcePosition("", 4)
+        elif start is None:
             start = resume_position(files) or SourcePosition(first_binlog(conn), 4)
         tracker = StreamTracker(start)
-        tracker.checksum = _dump(conn, settings, start, non_blocking=until_caught_up)
+        tracker.checksum = _dump(conn, settings, start, gtid_start, non_blocking=until_caught_up)
         deadline = None if stop_after is None else time.monotonic() + stop_after
         events, caught_up, pending_rotate = 0, False, None
         while True:
@@ -227,10 +231,17 @@ def receive(
             pass
 
 
-def _dump(conn, settings: ReceiverSettings, start: SourcePosition, *, non_blocking: bool) -> bool:
+def _dump(
+    conn, settings: ReceiverSettings, start: SourcePosition, gtid_start: str | None, *, non_blocking: bool
+) -> bool:
     """The session a MariaDB replica sets up, COM_REGISTER_SLAVE, then COM_BINLOG_DUMP; whether
-    the events come with checksums."""
+    the events come with checksums. With gtid_start (MariaDB's 'domain-server-seq,…'), the dump
+    begins after those GTIDs, as CHANGE MASTER … MASTER_USE_GTID asks for it."""
     with conn.cursor() as cur:
+        if gtid_start is not None:
+            cur.execute("SET @slave_connect_state = %s", (gtid_start,))
+            cur.execute("SET @slave_gtid_strict_mode = 1")
+            cur.execute("SET @slave_gtid_ignore_duplicates = 0")
         # the events come with the checksums the source's binlog holds (CRC32 by default)
         cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
         cur.execute("SELECT @master_binlog_checksum")
