@@ -12,17 +12,11 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.errors import RelaydeckError
-from engine.receiver.receiver import (
-    DEFAULT_MAX_RELAY_LOG_SIZE,
-    ReceiverSettings,
-    SourceAccount,
-    receive,
-)
-from engine.receiver.stream import SourcePosition
 from engine.relaylog.index import validate_channel_name
 from engine.render import visible
 
 PASSWORD_ENVIRONMENT = "RELAYDECK_SOURCE_PASSWORD"
+DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -69,6 +63,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
+    # imported here: the other commands need neither the receiver nor PyMySQL
+    from engine.receiver.receiver import ReceiverSettings, SourceAccount, receive
+    from engine.receiver.stream import SourcePosition
+
     try:
         validate_channel_name(args.channel)
     except ValueError as exc:

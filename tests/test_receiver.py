@@ -213,3 +213,21 @@ def test_a_blocking_dump_receives_while_the_source_writes(mariadb_source, tmp_pa
     done = replay(tmp_path, "b", relay_dir / "relay-bin-b.index")
     assert done.returncode == 0, done.stderr
     assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop6")
+
+
+def test_a_relay_folder_that_cannot_be_written_is_error_1595(tmp_path, capsys):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    argv = [
+        "receive",
+        "--port",
+        "1",
+        "--user",
+        "repl",
+        "--channel",
+        "x",
+        "--relay-dir",
+        str(blocked / "relay"),
+    ]
+    assert main(argv, out=io.StringIO()) == 1
+    assert "ERROR 1595: Relay log write failure" in capsys.readouterr().err

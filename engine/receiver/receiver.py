@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pymysql
+
 from ..binlog.constants import BINLOG_MAGIC, COMMON_HEADER_LEN, EventType
 from ..binlog.events import HEADER
 from ..binlog.events.control import fde_has_checksum_byte
@@ -34,6 +36,7 @@ BINLOG_DUMP_NON_BLOCK = 1
 MARIA_SLAVE_CAPABILITY_GTID = 4
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
 
+ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
 ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE = 1743
 CR_CONN_HOST_ERROR = 2003
 CR_SERVER_LOST = 2013
@@ -119,8 +122,6 @@ def first_binlog(conn) -> str:
 
 
 def connect(account: SourceAccount):
-    import pymysql
-
     try:
         return pymysql.connect(
             host=account.host,
@@ -158,10 +159,13 @@ def receive(
 ) -> ReceiveResult:
     """Receive into the channel's relay logs until the source has sent all it has (until_caught_up)
     or for `stop_after` seconds or until should_stop() says so, stopping between transactions."""
-    files = RelayLogFiles(
-        settings.relay_dir, settings.channel, settings.server_id, settings.max_relay_log_size,
-        settings.relay_log_base,
-    )  # fmt: skip
+    try:
+        files = RelayLogFiles(
+            settings.relay_dir, settings.channel, settings.server_id, settings.max_relay_log_size,
+            settings.relay_log_base,
+        )  # fmt: skip
+    except OSError as exc:
+        raise _write_failure(exc, settings.relay_dir) from None
     conn = connect(account)
     try:
         if gtid_start is not None:
@@ -223,12 +227,23 @@ def receive(
                 files.rotate_if_full()
         files.flush()
         return ReceiveResult(files.index_file, list(files.files), events, tracker.committed, caught_up)
+    except pymysql.err.MySQLError as exc:  # the session setup or the commands: the source's answer
+        raise _io_error(exc, account) from None
+    except OSError as exc:
+        raise _write_failure(exc, files.index_file) from None
     finally:
         files.close()
         try:
             conn.close()
         except Exception:  # the connection may be gone already
             pass
+
+
+def _write_failure(exc: OSError, where: Path) -> ReceiverError:
+    return ReceiverError(
+        ER_SLAVE_RELAY_LOG_WRITE_FAILURE,
+        f"Relay log write failure: {exc.filename or where}: {exc.strerror or exc}",
+    )
 
 
 def _dump(
