@@ -231,3 +231,21 @@ def test_a_relay_folder_that_cannot_be_written_is_error_1595(tmp_path, capsys):
     ]
     assert main(argv, out=io.StringIO()) == 1
     assert "ERROR 1595: Relay log write failure" in capsys.readouterr().err
+
+
+def test_a_tail_cut_inside_a_transaction_is_fetched_again(mariadb_source, tmp_path):
+    """The last relay file ends inside an event of a transaction (a receiver killed while writing):
+    the next run cuts the partial event off and fetches the transaction again from its start."""
+    relay_dir = tmp_path / "relay"
+    write_load(mariadb_source, "shop7", 20, seed=9)
+    receive(mariadb_source, relay_dir, "cut")
+    index = relay_dir / "relay-bin-cut.index"
+    rows = [e for e in relay_events(index) if e["event_type"].startswith("Write_rows")]
+    last = relay_dir / rows[-1]["log_name"]
+    with last.open("r+b") as fh:
+        fh.truncate(rows[-1]["pos"] + 30)  # inside the last transaction's last rows event
+    write_load(mariadb_source, "shop7", 10, seed=10)
+    receive(mariadb_source, relay_dir, "cut")
+    done = replay(tmp_path, "cut", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop7")

@@ -8,7 +8,8 @@ the dump does not block, or an error.
 
 Without a position given, the receiver goes on from the relay logs it already wrote (after their
 last whole transaction: a transaction cut short at their tail is fetched again from its start,
-which the applier's continuity check accepts), or starts at the source's first binary log.
+which the applier's continuity check accepts; an event cut short is cut off), or starts at the
+source's first binary log.
 """
 
 from __future__ import annotations
@@ -107,6 +108,26 @@ def resume_position(files: RelayLogFiles) -> SourcePosition | None:
     return tracker.committed
 
 
+def cut_partial_tail(files: RelayLogFiles) -> int:
+    """A receiver stopped while writing (killed, out of space) may leave the last relay file ending
+    inside an event: cut it back to its last whole event; the bytes cut."""
+    if not files.files:
+        return 0
+    path = files.files[-1]
+    data = path.read_bytes()
+    pos = 4
+    while pos + COMMON_HEADER_LEN <= len(data):
+        size = HEADER.unpack_from(data, pos)[3]
+        if size < COMMON_HEADER_LEN or pos + size > len(data):
+            break
+        pos += size
+    if data[:4] != BINLOG_MAGIC or pos >= len(data):
+        return 0
+    with path.open("r+b") as fh:
+        fh.truncate(pos)
+    return len(data) - pos
+
+
 def _has_checksum(fde: bytes) -> bool:
     version = fde[COMMON_HEADER_LEN + 2 : COMMON_HEADER_LEN + 52].split(b"\0", 1)[0]
     return fde_has_checksum_byte(version.decode("ascii", "replace")) and fde[-5] == 1
@@ -168,6 +189,7 @@ def receive(
         raise _write_failure(exc, settings.relay_dir) from None
     conn = connect(account)
     try:
+        cut_partial_tail(files)
         if gtid_start is not None:
             # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate)
             start = SourcePosition("", 4)
