@@ -161,7 +161,7 @@ def _io_error(exc: Exception, account: SourceAccount) -> ReceiverError:
     message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
     if account.password:
         message = message.replace(account.password, "***")
-    if errno in (CR_CONN_HOST_ERROR, CR_SERVER_LOST) or errno >= 2000:
+    if errno == CR_CONN_HOST_ERROR:
         return ReceiverError(
             errno, f"error connecting to source '{account.user}@{account.host}:{account.port}' - {message}"
         )
@@ -206,7 +206,7 @@ def receive(
                 break
             try:
                 packet = conn._read_packet()
-            except Exception as exc:  # PyMySQL's errors: the source's (1236, …) or the network's
+            except pymysql.err.MySQLError as exc:  # the source's (1236, …) or the network's (2013)
                 raise _io_error(exc, account) from None
             data = packet.get_all_data()
             if data[0] == 0xFE and len(data) < 9:
@@ -224,7 +224,7 @@ def receive(
                 raise ReceiverError(
                     ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
                     "Replication event checksum verification failed while reading from network "
-                    f"(an event of {tracker.position})",
+                    f"(the event after {tracker.position})",
                 )
             if type_code == _ROTATE and (log_pos == 0 or flags & _ARTIFICIAL):
                 # The dump (re)opens a binlog: a new relay file, once the source's format is known
