@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine: creates the virtual environment, installs what is needed
-# (Python packages; mariadb-client for the tests that cross-check against mariadb-binlog), runs.
+# (Python packages; mariadb-client for the tests that cross-check against mariadb-binlog, mariadb-server
+# for the receiver's tests), runs.
 #   ./dev.sh demo   — the operator console over the bundled example (relaydeck console)
 #   ./dev.sh test   — lint and run the whole test suite
 #   ./dev.sh bench  — run the benchmarks (figures go to benchmarks/results/)
@@ -48,6 +49,16 @@ ensure_mariadb_client() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-client >/dev/null
 }
 
+ensure_mariadb_server() {
+  # the receiver's tests replicate from a private mariadbd they start
+  command -v mariadbd >/dev/null 2>&1 && return 0
+  [ -x /usr/sbin/mariadbd ] && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-server >/dev/null
+}
+
 ensure_java() {
   # Spark (the Spark worker pool, relaydeck analyze) runs on a JVM
   if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then return 0; fi
@@ -68,6 +79,7 @@ case "${1:-demo}" in
     ;;
   test)
     ensure_mariadb_client
+    ensure_mariadb_server
     ensure_java
     ensure_venv test
     "$VENV/bin/ruff" check engine console tests benchmarks

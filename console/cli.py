@@ -744,6 +744,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_analyze_parser(sub)
 
+    from console.receive_cli import add_parser as add_receive_parser
+
+    add_receive_parser(sub)
+
     rec = sub.add_parser(
         "recovery",
         help="show what the next start recovers after a parallel applier stopped (changes nothing)",

@@ -32,3 +32,18 @@ def replay_argv(slave: Path, repo: Path, channel: str, *options: str) -> list[st
         str(repo),
     ]
     return [*command, "--channel", channel, *options]
+
+
+@pytest.fixture(scope="session")
+def mariadb_source(tmp_path_factory):
+    """A live MariaDB server with ROW binary logs, for the session (stopped at its end)."""
+    from tests.mariadb_server import ServerUnavailable, start_server
+
+    try:
+        server = start_server(tmp_path_factory.mktemp("mariadb"))
+    except ServerUnavailable as exc:
+        pytest.skip(f"no MariaDB server to replicate from: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()

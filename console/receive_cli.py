@@ -1,0 +1,101 @@
+"""`relaydeck receive`: fetch a source's binary log over the replication protocol into relay logs.
+
+Wired into console/cli.py with `add_parser(subparsers)`; `cmd_receive(args, out)` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+from typing import TextIO
+
+from engine.errors import RelaydeckError
+from engine.relaylog.index import validate_channel_name
+from engine.render import visible
+
+PASSWORD_ENVIRONMENT = "RELAYDECK_SOURCE_PASSWORD"
+DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "receive",
+        help="receive a MariaDB source's binary log into relay logs (a replica's IO thread)",
+        description="Connects to the source as a replica (COM_REGISTER_SLAVE, COM_BINLOG_DUMP) and writes "
+        "what it sends into DIR/relay-bin-<channel>.000001 … with their index, as a MariaDB replica writes "
+        "its relay logs; `relaydeck replay --channel NAME=DIR/relay-bin-<channel>.index` applies them. "
+        "Without --from-file it goes on after the relay logs already in DIR, or starts at the source's "
+        "first binary log.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=3306)
+    parser.add_argument("--user", required=True)
+    parser.add_argument(
+        "--password",
+        default=None,
+        help=f"the source account's password (better: the environment variable {PASSWORD_ENVIRONMENT})",
+    )
+    parser.add_argument("--channel", required=True, metavar="NAME")
+    parser.add_argument("--relay-dir", required=True, type=Path, metavar="DIR")
+    parser.add_argument("--from-file", default=None, metavar="BINLOG", help="the source binlog to start in")
+    parser.add_argument("--from-pos", type=int, default=4, metavar="N", help="with --from-file (default 4)")
+    parser.add_argument(
+        "--from-gtid",
+        default=None,
+        metavar="GTIDS",
+        help="MariaDB GTID positioning: start after these GTIDs ('domain-server-seq,…'; '' for the start)",
+    )
+    parser.add_argument("--server-id", type=int, default=2, help="this replica's server id (default 2)")
+    parser.add_argument("--max-relay-log-size", type=int, default=DEFAULT_MAX_RELAY_LOG_SIZE, metavar="BYTES")
+    until = parser.add_mutually_exclusive_group()
+    until.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="stop once the source has sent all its binary logs hold (the default)",
+    )
+    until.add_argument(
+        "--stop-after-seconds", type=float, default=None, metavar="S", help="keep receiving for S seconds"
+    )
+    parser.set_defaults(func=cmd_receive)
+    return parser
+
+
+def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
+    # imported here: the other commands need neither the receiver nor PyMySQL
+    from engine.receiver.receiver import ReceiverSettings, SourceAccount, receive
+    from engine.receiver.stream import SourcePosition
+
+    try:
+        validate_channel_name(args.channel)
+    except ValueError as exc:
+        raise RelaydeckError(str(exc)) from None
+    if args.max_relay_log_size < 4096:
+        raise RelaydeckError("--max-relay-log-size is at least 4096 bytes")
+    password = args.password if args.password is not None else os.environ.get(PASSWORD_ENVIRONMENT, "")
+    if args.from_file and args.from_gtid is not None:
+        raise RelaydeckError("give --from-file or --from-gtid, not both")
+    if args.from_gtid is not None and not re.fullmatch(
+        r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|", args.from_gtid.replace(" ", "")
+    ):
+        raise RelaydeckError(
+            f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
+        )
+    start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
+    result = receive(
+        SourceAccount(args.host, args.port, args.user, password),
+        ReceiverSettings(args.channel, args.relay_dir, args.server_id, args.max_relay_log_size),
+        start=start,
+        gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
+        until_caught_up=args.stop_after_seconds is None,
+        stop_after=args.stop_after_seconds,
+    )
+    where = f"up to {visible(str(result.transactions_at))}" if result.transactions_at else "nothing yet"
+    files = result.relay_files
+    span = f"{files[0].name} … {files[-1].name}" if len(files) > 1 else (files[0].name if files else "none")
+    out.write(
+        f"channel '{visible(args.channel)}': {result.events} events received, {where}"
+        f"{' (caught up)' if result.caught_up else ''}; relay logs {span}, index {result.index_file}\n"
+    )
+    return 0

@@ -1,0 +1,77 @@
+"""What the receiver needs to know of the source's events, from their raw bytes: where each one
+leaves the source's position, and where transactions end (the receiver stops, rotates and resumes
+only between transactions)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ..binlog.constants import COMMON_HEADER_LEN, EventType
+from ..binlog.events import HEADER
+from ..transactions import is_begin, is_commit_or_rollback
+
+_ROTATE = int(EventType.ROTATE)
+_FDE = int(EventType.FORMAT_DESCRIPTION)
+_XID = int(EventType.XID)
+_QUERY = int(EventType.QUERY)
+_MARIADB_GTID = int(EventType.MARIADB_GTID)
+_MYSQL_GTIDS = (int(EventType.GTID), int(EventType.ANONYMOUS_GTID))
+_QUERY_POST = struct.Struct("<IIBHH")  # thread id, exec time, db length, error code, status length
+_MARIADB_STANDALONE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePosition:
+    file: str
+    pos: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.pos}"
+
+
+class StreamTracker:
+    """Follows the source's position and its transaction boundaries, event by event."""
+
+    def __init__(self, position: SourcePosition | None = None) -> None:
+        self.position = position  # after the last event of the source read
+        self.committed = position  # after the last whole transaction
+        self.in_transaction = False
+        self._multi_statement = False
+        self.checksum = False
+
+    def event(self, event: bytes) -> None:
+        _, type_code, _, _, log_pos, _ = HEADER.unpack_from(event, 0)
+        end = len(event) - (4 if self.checksum and type_code != _FDE else 0)
+        if type_code == _ROTATE:
+            # the source goes on in another binlog (its own Rotate, or the dump's artificial one)
+            (pos,) = struct.unpack_from("<Q", event, COMMON_HEADER_LEN)
+            name = event[COMMON_HEADER_LEN + 8 : end].decode("utf-8", "surrogateescape")
+            self.position = SourcePosition(name, pos)
+            if not self.in_transaction:
+                self.committed = self.position
+            return
+        if log_pos and self.position is not None:
+            self.position = SourcePosition(self.position.file, log_pos)
+        if type_code == _MARIADB_GTID:
+            flags2 = event[COMMON_HEADER_LEN + 12]
+            self.in_transaction = True
+            self._multi_statement = not flags2 & _MARIADB_STANDALONE
+        elif type_code in _MYSQL_GTIDS:
+            self.in_transaction, self._multi_statement = True, False
+        elif type_code == _XID:
+            self.in_transaction = False
+        elif type_code == _QUERY and self.in_transaction:
+            text = _query_text(event, end)
+            if is_begin(text):
+                self._multi_statement = True
+            elif is_commit_or_rollback(text) or not self._multi_statement:
+                self.in_transaction = False
+        if not self.in_transaction and log_pos:
+            self.committed = self.position
+
+
+def _query_text(event: bytes, end: int) -> str:
+    _, _, db_len, _, status_len = _QUERY_POST.unpack_from(event, COMMON_HEADER_LEN)
+    start = COMMON_HEADER_LEN + _QUERY_POST.size + status_len + db_len + 1
+    return event[start:end].decode("utf-8", "replace")

@@ -1,0 +1,95 @@
+"""A private MariaDB server for the tests that need a live source: its own datadir, socket and a
+free port on 127.0.0.1, ROW binary logs, started with no option files and stopped at the end."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ServerUnavailable(Exception):
+    """mariadbd is not installed here, or would not start."""
+
+
+@dataclass
+class MariaDBServer:
+    host: str
+    port: int
+    user: str
+    password: str
+    datadir: Path
+    process: subprocess.Popen
+    repl_password: str = ""
+
+    def connect(self, **options):
+        import pymysql
+
+        return pymysql.connect(
+            host=self.host, port=self.port, user=self.user, password=self.password, autocommit=True, **options
+        )
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(base: Path | None = None, password: str = "secret") -> MariaDBServer:
+    """The server, its root without a password (for the tests' own writes) and a replication user
+    'repl' with `password`."""
+    mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin:/usr/local/sbin")
+    install_db = shutil.which("mariadb-install-db")
+    if mariadbd is None or install_db is None:
+        raise ServerUnavailable("mariadbd is not installed (apt-get install mariadb-server)")
+    base = Path(tempfile.mkdtemp(prefix="relaydeck-mariadb-")) if base is None else base
+    datadir = base / "data"
+    install = subprocess.run(
+        [install_db, "--no-defaults", "--auth-root-authentication-method=normal", f"--datadir={datadir}",
+         "--user=root", "--skip-test-db"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if install.returncode != 0:
+        raise ServerUnavailable(f"mariadb-install-db failed: {install.stderr.strip()[-500:]}")
+    port = _free_port()
+    log = open(base / "mariadbd.err", "wb")  # noqa: SIM115 - the server's stderr for its lifetime
+    process = subprocess.Popen(
+        [mariadbd, "--no-defaults", "--user=root", f"--datadir={datadir}", "--bind-address=127.0.0.1",
+         f"--port={port}", f"--socket={base / 'mariadbd.sock'}", f"--pid-file={base / 'mariadbd.pid'}",
+         "--log-bin=source-bin", "--binlog-format=ROW", "--server-id=1", "--skip-name-resolve",
+         "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    log.close()
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise ServerUnavailable(f"mariadbd exited: {(base / 'mariadbd.err').read_text()[-800:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                process.kill()
+                raise ServerUnavailable("mariadbd did not accept connections within 60 s") from None
+            time.sleep(0.2)
+    server = MariaDBServer("127.0.0.1", port, "root", "", datadir, process)
+    server.repl_password = password
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE USER 'repl'@'%%' IDENTIFIED BY %s", (password,))
+        cur.execute("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%'")
+    return server

@@ -1,0 +1,251 @@
+"""The receiver against a real MariaDB source: relay logs a replica would write, that relaydeck
+replays into exactly the source's tables and that mariadb-binlog reads."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+
+from console.cli import main
+from tests.conftest import replay_argv
+
+TABLES = {
+    "items": "id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(10,2), qty BIGINT, "
+    "note TEXT NULL, seen DATETIME NULL",
+    "moves": "id BIGINT PRIMARY KEY AUTO_INCREMENT, item INT NOT NULL, delta INT NOT NULL",
+}
+
+
+def write_load(server, database: str, transactions: int, seed: int, *, rotate_at: int | None = None) -> None:
+    """Inserts, updates and deletes in multi-statement transactions, a source binlog switch at rotate_at."""
+    rnd = random.Random(seed)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
+        for table, columns in TABLES.items():
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {database}.{table} ({columns})")
+        cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {database}.items")
+        first = cur.fetchone()[0] + 1
+        for n in range(transactions):
+            if n == rotate_at:
+                cur.execute("FLUSH BINARY LOGS")
+            key = first + n
+            cur.execute("BEGIN")
+            cur.execute(
+                f"INSERT INTO {database}.items VALUES (%s, %s, %s, %s, %s, %s)",
+                (
+                    key,
+                    f"item {key} é",
+                    Decimal(rnd.randint(-99999, 99999)) / 100,
+                    rnd.randint(-(2**40), 2**40),
+                    None if rnd.random() < 0.3 else "x" * rnd.randint(0, 400),
+                    None
+                    if rnd.random() < 0.5
+                    else f"2024-0{rnd.randint(1, 9)}-1{rnd.randint(0, 9)} 12:34:56",
+                ),
+            )
+            cur.execute(
+                f"INSERT INTO {database}.moves (item, delta) VALUES (%s, %s)", (key, rnd.randint(1, 9))
+            )
+            if n % 3 == 0:
+                cur.execute(f"UPDATE {database}.items SET qty = qty + 1, note = 'changed' WHERE id = %s",
+                            (rnd.randint(first, key),))  # fmt: skip
+            if n % 5 == 0:
+                cur.execute(f"DELETE FROM {database}.items WHERE id = %s", (rnd.randint(first, key),))
+            cur.execute("COMMIT")
+
+
+def source_rows(server, database: str, table: str) -> list[tuple]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {database}.{table} ORDER BY id")
+        return list(cur.fetchall())
+
+
+def slave_rows(slave: Path, database: str, table: str) -> list[tuple]:
+    with duckdb.connect(str(slave), read_only=True) as conn:
+        return [tuple(row) for row in conn.sql(f"SELECT * FROM {database}.{table} ORDER BY id").fetchall()]
+
+
+def receive(server, relay_dir: Path, channel: str, *options: str) -> str:
+    out = io.StringIO()
+    argv = ["receive", "--host", server.host, "--port", str(server.port), "--user", "repl",
+            "--password", server.repl_password, "--channel", channel, "--relay-dir", str(relay_dir), *options]  # fmt: skip
+    assert main(argv, out=out) == 0
+    return out.getvalue()
+
+
+def replay(tmp_path: Path, channel: str, index: Path) -> subprocess.CompletedProcess:
+    argv = replay_argv(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", f"{channel}={index}")
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+
+def relay_events(index: Path) -> list[dict]:
+    out = io.StringIO()
+    assert main(["events", "--json", str(index)], out=out) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def assert_same_tables(server, slave: Path, database: str) -> None:
+    for table in TABLES:
+        expected = source_rows(server, database, table)
+        assert expected, f"{database}.{table} is empty at the source"
+        assert slave_rows(slave, database, table) == expected, f"{database}.{table} differs"
+
+
+def test_received_relay_logs_replay_into_the_source_tables(mariadb_source, tmp_path):
+    write_load(mariadb_source, "shop1", 120, seed=1, rotate_at=60)
+    relay_dir = tmp_path / "relay"
+    said = receive(mariadb_source, relay_dir, "live", "--max-relay-log-size", "16384")
+    assert "(caught up)" in said
+    index = relay_dir / "relay-bin-live.index"
+    files = index.read_text().splitlines()
+    assert files[0] == "./relay-bin-live.000001" and len(files) >= 4  # rotated by size and by the source
+    for name in files[:-1]:
+        size = (relay_dir / name).stat().st_size
+        assert size < 16384 + 8192, f"{name} is {size} bytes: not rotated at max_relay_log_size"
+
+    done = replay(tmp_path, "live", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop1")
+
+
+def test_relay_files_are_a_replicas(mariadb_source, tmp_path):
+    """Each file: the replica's own Format_description (its server id, the relay-log flag), the
+    source's events with their checksums; mariadb-binlog reads every file."""
+    write_load(mariadb_source, "shop2", 30, seed=2, rotate_at=10)
+    relay_dir = tmp_path / "relay"
+    receive(mariadb_source, relay_dir, "c2", "--max-relay-log-size", "8192", "--server-id", "77")
+    files = sorted(relay_dir.glob("relay-bin-c2.0*"))
+    events = relay_events(relay_dir / "relay-bin-c2.index")
+    for path in files:
+        own = [e for e in events if e["log_name"] == path.name]
+        assert own[0]["pos"] == 4 and own[0]["event_type"] == "Format_desc" and own[0]["server_id"] == 77
+        assert path.read_bytes()[4 + 17] & 0x40  # LOG_EVENT_RELAY_LOG_F
+    own_rotates = [e for e in events if e["event_type"] == "Rotate" and e["server_id"] == 77]
+    assert [e["info"].split(";")[0] for e in own_rotates] == [p.name for p in files[1:]]
+    source_rotates = [e for e in events if e["event_type"] == "Rotate" and e["server_id"] == 1]
+    assert any(e["end_log_pos"] == 0 for e in source_rotates)  # the dump's artificial Rotate
+    assert any(e["end_log_pos"] > 0 for e in source_rotates)  # the source's own, at FLUSH BINARY LOGS
+    assert any(e["info"].startswith("BEGIN GTID") for e in events)
+    listing = subprocess.run(
+        ["mariadb-binlog", *map(str, files)], capture_output=True, text=True, timeout=120
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert "Table_map: `shop2`.`items`" in listing.stdout and "GTID 0-1-" in listing.stdout
+
+
+def test_receiving_again_goes_on_without_duplicates(mariadb_source, tmp_path):
+    relay_dir = tmp_path / "relay"
+    write_load(mariadb_source, "shop3", 40, seed=3)
+    receive(mariadb_source, relay_dir, "again", "--max-relay-log-size", "16384")
+    first_files = set(relay_dir.glob("relay-bin-again.0*"))
+    write_load(mariadb_source, "shop3", 40, seed=4, rotate_at=20)
+    receive(mariadb_source, relay_dir, "again", "--max-relay-log-size", "16384")
+    assert set(relay_dir.glob("relay-bin-again.0*")) > first_files  # a new relay file per connection
+    index = relay_dir / "relay-bin-again.index"
+    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
+    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+
+    done = replay(tmp_path, "again", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop3")
+
+
+def test_wrong_password_is_error_1045(mariadb_source, tmp_path, capsys):
+    argv = ["receive", "--host", mariadb_source.host, "--port", str(mariadb_source.port), "--user", "repl",
+            "--password", "not-the-password", "--channel", "x", "--relay-dir", str(tmp_path)]  # fmt: skip
+    assert main(argv, out=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert "ERROR 1045" in err and "not-the-password" not in err
+
+
+def test_a_purged_or_unknown_binlog_is_error_1236(mariadb_source, tmp_path, capsys):
+    argv = ["receive", "--host", mariadb_source.host, "--port", str(mariadb_source.port), "--user", "repl",
+            "--password", mariadb_source.repl_password, "--channel", "x", "--relay-dir", str(tmp_path),
+            "--from-file", "source-bin.999999"]  # fmt: skip
+    assert main(argv, out=io.StringIO()) == 1
+    assert "ERROR 1236" in capsys.readouterr().err
+
+
+def gtid_binlog_pos(server) -> str:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@gtid_binlog_pos")
+        return cur.fetchone()[0]
+
+
+def test_gtid_positioning_starts_right_after_the_gtids_given(mariadb_source, tmp_path):
+    write_load(mariadb_source, "shop5", 10, seed=5)
+    after = gtid_binlog_pos(mariadb_source)
+    write_load(mariadb_source, "shop5", 10, seed=6, rotate_at=4)
+    last = gtid_binlog_pos(mariadb_source)
+    relay_dir = tmp_path / "relay"
+    receive(mariadb_source, relay_dir, "g", "--from-gtid", after)
+    events = relay_events(relay_dir / "relay-bin-g.index")  # read through the continuity check
+    received = [e["info"].split()[-1] for e in events if e["event_type"] == "Gtid"]
+    domain, server_id, seq = map(int, after.split("-"))
+    last_seq = int(last.split("-")[2])
+    assert received == [f"{domain}-{server_id}-{n}" for n in range(seq + 1, last_seq + 1)]
+
+
+def test_a_blocking_dump_receives_while_the_source_writes(mariadb_source, tmp_path):
+    """--stop-after-seconds: the dump waits for new events (heartbeats keep it alive), stops between
+    transactions at the deadline; a second run catches up; the tables are exact."""
+    import threading
+    import time
+
+    relay_dir = tmp_path / "relay"
+    write_load(mariadb_source, "shop6", 5, seed=7)
+    writer = threading.Thread(
+        target=lambda: (time.sleep(0.5), write_load(mariadb_source, "shop6", 60, seed=8))
+    )
+    writer.start()
+    began = time.monotonic()
+    said = receive(mariadb_source, relay_dir, "b", "--stop-after-seconds", "2.5")
+    took = time.monotonic() - began
+    writer.join()
+    assert "(caught up)" not in said and 2.5 <= took < 20
+    receive(mariadb_source, relay_dir, "b")
+    done = replay(tmp_path, "b", relay_dir / "relay-bin-b.index")
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop6")
+
+
+def test_a_relay_folder_that_cannot_be_written_is_error_1595(tmp_path, capsys):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    argv = [
+        "receive",
+        "--port",
+        "1",
+        "--user",
+        "repl",
+        "--channel",
+        "x",
+        "--relay-dir",
+        str(blocked / "relay"),
+    ]
+    assert main(argv, out=io.StringIO()) == 1
+    assert "ERROR 1595: Relay log write failure" in capsys.readouterr().err
+
+
+def test_a_tail_cut_inside_a_transaction_is_fetched_again(mariadb_source, tmp_path):
+    """The last relay file ends inside an event of a transaction (a receiver killed while writing):
+    the next run cuts the partial event off and fetches the transaction again from its start."""
+    relay_dir = tmp_path / "relay"
+    write_load(mariadb_source, "shop7", 20, seed=9)
+    receive(mariadb_source, relay_dir, "cut")
+    index = relay_dir / "relay-bin-cut.index"
+    rows = [e for e in relay_events(index) if e["event_type"].startswith("Write_rows")]
+    last = relay_dir / rows[-1]["log_name"]
+    with last.open("r+b") as fh:
+        fh.truncate(rows[-1]["pos"] + 30)  # inside the last transaction's last rows event
+    write_load(mariadb_source, "shop7", 10, seed=10)
+    receive(mariadb_source, relay_dir, "cut")
+    done = replay(tmp_path, "cut", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop7")
