@@ -47,6 +47,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="GTIDS",
         help="MariaDB GTID positioning: start after these GTIDs ('domain-server-seq,…'; '' for the start)",
     )
+    parser.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        metavar="REPO",
+        help="record the position received in REPO's master_info (resumed from there), Replica_IO_Running "
+        "and Last_IO_Errno/Last_IO_Error for `relaydeck status`",
+    )
     parser.add_argument("--server-id", type=int, default=2, help="this replica's server id (default 2)")
     parser.add_argument("--max-relay-log-size", type=int, default=DEFAULT_MAX_RELAY_LOG_SIZE, metavar="BYTES")
     until = parser.add_mutually_exclusive_group()
@@ -83,14 +91,25 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
             f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
         )
     start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
-    result = receive(
-        SourceAccount(args.host, args.port, args.user, password),
-        ReceiverSettings(args.channel, args.relay_dir, args.server_id, args.max_relay_log_size),
-        start=start,
-        gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
-        until_caught_up=args.stop_after_seconds is None,
-        stop_after=args.stop_after_seconds,
-    )
+    repository = None
+    if args.repository is not None:
+        from engine.repository import Repository
+
+        args.repository.parent.mkdir(parents=True, exist_ok=True)
+        repository = Repository(args.repository)
+    try:
+        result = receive(
+            SourceAccount(args.host, args.port, args.user, password),
+            ReceiverSettings(args.channel, args.relay_dir, args.server_id, args.max_relay_log_size),
+            start=start,
+            gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
+            until_caught_up=args.stop_after_seconds is None,
+            stop_after=args.stop_after_seconds,
+            repository=repository,
+        )
+    finally:
+        if repository is not None:
+            repository.close()
     where = f"up to {visible(str(result.transactions_at))}" if result.transactions_at else "nothing yet"
     files = result.relay_files
     span = f"{files[0].name} … {files[-1].name}" if len(files) > 1 else (files[0].name if files else "none")

@@ -369,6 +369,18 @@ CHANNEL_OPTIONS = _Table(
     ),
 )
 
+# Where the receiver's relay logs end for master_info's position: written in the same transaction,
+# after those bytes were fsynced, so a restart cuts what follows and fetches it again.
+RECEIVER_INFO = _Table(
+    "relaydeck_receiver_info",
+    ("channel",),
+    (
+        _key("channel"),
+        _text("relay_log_name"),
+        _int("relay_log_pos"),
+    ),
+)
+
 TABLES = (
     MASTER_INFO,
     RELAY_LOG_INFO,
@@ -379,6 +391,7 @@ TABLES = (
     CHANNEL_STATS,
     CHANNEL_OPTIONS,
     WORKER_STATS,
+    RECEIVER_INFO,
 )
 
 # Not channel-keyed: SET GLOBAL's applier variables, and the `relaydeck serve` process (if any)
@@ -514,21 +527,33 @@ class ChannelStatus:
     seconds_behind_source: float | None  # Seconds_Behind_Source, see above
     started_at: str | None
     updated_at: str | None
+    # the receiver (`relaydeck receive --repository`): replication_connection_status
+    io_service_state: str = "OFF"
+    last_io_error_number: int = 0  # Last_IO_Errno
+    last_io_error_message: str = ""  # Last_IO_Error
+    last_io_error_timestamp: str = ZERO_TIMESTAMP  # Last_IO_Error_Timestamp
 
     @property
     def replica_sql_running(self) -> str:
         """Replica_SQL_Running: Yes or No."""
         return "Yes" if self.service_state == "ON" else "No"
 
+    @property
+    def replica_io_running(self) -> str:
+        """Replica_IO_Running: Yes while a receiver writes the channel's relay logs, else No."""
+        return "Yes" if self.io_service_state == "ON" else "No"
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with snake_case keys."""
         out = {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
         out["replica_sql_running"] = self.replica_sql_running
+        out["replica_io_running"] = self.replica_io_running
         return out
 
     def show_replica_status(self) -> dict[str, Any]:
         """The fields under SHOW REPLICA STATUS's own labels, in its order."""
         error_at = _epoch(self.last_error_timestamp)
+        io_error_at = _epoch(self.last_io_error_timestamp)
         return {
             "Source_Host": self.source_host,
             "Source_Port": self.source_port,
@@ -538,8 +563,10 @@ class ChannelStatus:
             "Relay_Log_File": self.relay_log_file,
             "Relay_Log_Pos": self.relay_log_pos,
             "Relay_Source_Log_File": self.relay_source_log_file,
-            "Replica_IO_Running": "No",  # relaydeck has no receiver thread: the relay logs come as files
+            "Replica_IO_Running": self.replica_io_running,
             "Replica_SQL_Running": self.replica_sql_running,
+            "Last_IO_Errno": self.last_io_error_number,
+            "Last_IO_Error": self.last_io_error_message,
             "Last_SQL_Errno": self.last_error_number,
             "Last_SQL_Error": self.last_error_message,
             "Exec_Source_Log_Pos": self.exec_source_log_pos,
@@ -547,7 +574,12 @@ class ChannelStatus:
                 None if self.seconds_behind_source is None else int(self.seconds_behind_source)
             ),
             "SQL_Delay": self.sql_delay,
-            # MySQL prints this one as YYMMDD hh:mm:ss
+            # MySQL prints these as YYMMDD hh:mm:ss
+            "Last_IO_Error_Timestamp": (
+                ""
+                if io_error_at is None
+                else datetime.fromtimestamp(io_error_at, UTC).strftime("%y%m%d %H:%M:%S")
+            ),
             "Last_SQL_Error_Timestamp": (
                 "" if error_at is None else datetime.fromtimestamp(error_at, UTC).strftime("%y%m%d %H:%M:%S")
             ),
@@ -623,6 +655,10 @@ def _channel_status(
         seconds_behind_source=lag,
         started_at=stats.get("started_at"),
         updated_at=stats.get("updated_at"),
+        io_service_state=connection.get("SERVICE_STATE") or "OFF",
+        last_io_error_number=connection.get("LAST_ERROR_NUMBER") or 0,
+        last_io_error_message=connection.get("LAST_ERROR_MESSAGE") or "",
+        last_io_error_timestamp=connection.get("LAST_ERROR_TIMESTAMP") or ZERO_TIMESTAMP,
     )
 
 
@@ -855,6 +891,78 @@ class Repository:
         """Set master_info columns of the channel, creating the channel if need be."""
         self._update(MASTER_INFO, name, fields)
 
+    def record_received(
+        self,
+        name: str,
+        source_log_file: str,
+        read_source_log_pos: int,
+        retrieved_gtid_set: str,
+        relay_log_name: str,
+        relay_log_pos: int,
+    ) -> None:
+        """The receiver's position, in one transaction: master_info's Master_log_name/pos, the
+        Retrieved_Gtid_Set, and where the channel's relay logs (already on disk) end for them."""
+        name = _check_name(name)
+        with self._write(f"record the receiver's position of channel {name!r}"):
+            channel = self._ensure(name)
+            self._upsert(
+                MASTER_INFO,
+                channel,
+                {"Master_log_name": source_log_file, "Master_log_pos": read_source_log_pos},
+            )
+            self._upsert(CONNECTION_STATUS, channel, {"RECEIVED_TRANSACTION_SET": retrieved_gtid_set})
+            self._upsert(
+                RECEIVER_INFO, channel, {"relay_log_name": relay_log_name, "relay_log_pos": relay_log_pos}
+            )
+
+    def received(self, name: str) -> dict[str, Any] | None:
+        """What record_received() last recorded for the channel (None: nothing yet)."""
+        name = _check_name(name)
+        with self._snapshot():
+            rows = self._query(
+                "SELECT m.Master_log_name, m.Master_log_pos, r.relay_log_name, r.relay_log_pos, "
+                "COALESCE(c.RECEIVED_TRANSACTION_SET, '') AS retrieved_gtid_set "
+                "FROM master_info m JOIN relaydeck_receiver_info r ON r.channel = m.Channel_name "
+                "LEFT JOIN replication_connection_status c ON c.CHANNEL_NAME = m.Channel_name "
+                "WHERE m.Channel_name = ?",
+                [name],
+            )
+        return rows[0] if rows and rows[0]["relay_log_name"] else None
+
+    def set_receiver_state(
+        self, name: str, running: bool, *, host: str | None = None, port: int | None = None,
+        user: str | None = None,
+    ) -> None:  # fmt: skip
+        """Replica_IO_Running (SERVICE_STATE); on start, the source account (never its password)
+        and the last IO error cleared."""
+        name = _check_name(name)
+        connection: dict[str, Any] = {"SERVICE_STATE": "ON" if running else "OFF"}
+        if running:
+            connection.update(LAST_ERROR_NUMBER=0, LAST_ERROR_MESSAGE="", LAST_ERROR_TIMESTAMP=ZERO_TIMESTAMP)
+        with self._write(f"record the receiver's state of channel {name!r}"):
+            channel = self._ensure(name)
+            self._upsert(CONNECTION_STATUS, channel, connection)
+            account = {"Host": host, "Port": port, "User_name": user}
+            account = {k: v for k, v in account.items() if v is not None}
+            if account:
+                self._upsert(MASTER_INFO, channel, account)
+
+    def record_io_error(self, name: str, errno: int, message: str) -> None:
+        """The error that stopped the channel's receiver (Last_IO_Errno / Last_IO_Error)."""
+        name = _check_name(name)
+        with self._write(f"record an IO error of channel {name!r}"):
+            channel = self._ensure(name)
+            self._upsert(
+                CONNECTION_STATUS,
+                channel,
+                {
+                    "SERVICE_STATE": "OFF",
+                    "LAST_ERROR_NUMBER": int(errno),
+                    "LAST_ERROR_MESSAGE": str(message),
+                    "LAST_ERROR_TIMESTAMP": mysql_timestamp(datetime.now(UTC)),
+                },
+            )
+
     def relay_log_info(self, name: str) -> dict[str, Any] | None:
         """The channel's relay_log_info row, or None if there is no such channel."""
         return self._row(RELAY_LOG_INFO, name)
@@ -928,7 +1036,9 @@ class Repository:
             channel = self._canonical(name)
             if channel is None:
                 raise UnknownChannel(f"there is no channel {name!r}")
-            for table in (WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS):
+            for table in (
+                WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS, RECEIVER_INFO,
+            ):  # fmt: skip
                 self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
             self._upsert(
                 RELAY_LOG_INFO,

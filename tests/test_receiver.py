@@ -249,3 +249,114 @@ def test_a_tail_cut_inside_a_transaction_is_fetched_again(mariadb_source, tmp_pa
     done = replay(tmp_path, "cut", index)
     assert done.returncode == 0, done.stderr
     assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop7")
+
+
+def source_binlog_end(server) -> tuple[str, int]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+        return row[0], int(row[1])
+
+
+def replica_status(repo: Path, channel: str) -> dict[str, str]:
+    out = io.StringIO()
+    assert main(["status", "--repository", str(repo), "--channel", channel], out=out) == 0
+    fields = {}
+    for line in out.getvalue().splitlines()[1:]:
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def test_a_receiver_killed_mid_stream_resumes_from_master_info(mariadb_source, tmp_path):
+    """SIGKILL while the source is written to: the restart cuts the relay logs back to the position
+    recorded in master_info and fetches the rest; no transaction twice, exact tables."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    from engine.repository import Repository
+
+    relay_dir, repo = tmp_path / "relay", tmp_path / "repo.sqlite"
+    write_load(mariadb_source, "shop8", 5, seed=11)
+
+    def steady_writes() -> None:
+        for batch in range(40):
+            write_load(mariadb_source, "shop8", 10, seed=100 + batch)
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=steady_writes)
+    argv = [sys.executable, "-m", "console.cli", "receive", "--host", mariadb_source.host,
+            "--port", str(mariadb_source.port), "--user", "repl", "--channel", "k",
+            "--relay-dir", str(relay_dir), "--repository", str(repo), "--max-relay-log-size", "65536",
+            "--stop-after-seconds", "120"]  # fmt: skip
+    env = {**__import__("os").environ, "RELAYDECK_SOURCE_PASSWORD": mariadb_source.repl_password}
+    receiver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        writer.start()
+        recorded = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if repo.exists():
+                with Repository(repo) as r:
+                    recorded = r.received("k")
+                if recorded and len(recorded["retrieved_gtid_set"]) and writer.is_alive():
+                    break
+            time.sleep(0.05)
+        assert recorded, receiver.stderr.read() if receiver.poll() is not None else "nothing recorded"
+        running = replica_status(repo, "k")
+        assert running["Replica_IO_Running"] == "Yes"
+        assert mariadb_source.repl_password not in str(running)
+        receiver.send_signal(signal.SIGKILL)
+        receiver.wait(timeout=30)
+    finally:
+        if receiver.poll() is None:
+            receiver.kill()
+            receiver.wait()
+        writer.join()
+    with Repository(repo) as r:
+        at_kill = r.received("k")
+    assert at_kill["relay_log_pos"] > 0
+
+    env_password = ["--password", mariadb_source.repl_password, "--repository", str(repo)]
+    said = receive(mariadb_source, relay_dir, "k", "--max-relay-log-size", "65536", *env_password)
+    assert "(caught up)" in said
+    index = relay_dir / "relay-bin-k.index"
+    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
+    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+
+    status = replica_status(repo, "k")
+    file, pos = source_binlog_end(mariadb_source)
+    assert (status["Source_Log_File"], int(status["Read_Source_Log_Pos"])) == (file, pos)
+    assert status["Retrieved_Gtid_Set"] == gtid_binlog_pos(mariadb_source)
+    assert status["Replica_IO_Running"] == "No" and status["Last_IO_Errno"] == "0"
+
+    done = replay(tmp_path, "k", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop8")
+
+
+def test_status_shows_the_receivers_io_error_and_never_the_password(mariadb_source, tmp_path):
+    repo = tmp_path / "repo.sqlite"
+    argv = ["receive", "--host", mariadb_source.host, "--port", str(mariadb_source.port), "--user", "repl",
+            "--password", "not-the-password", "--channel", "w", "--relay-dir", str(tmp_path / "relay"),
+            "--repository", str(repo)]  # fmt: skip
+    assert main(argv, out=io.StringIO()) == 1
+    status = replica_status(repo, "w")
+    assert status["Last_IO_Errno"] == "1045" and "Access denied" in status["Last_IO_Error"]
+    assert status["Last_IO_Error_Timestamp"] and status["Replica_IO_Running"] == "No"
+    assert status["Source_Host"] == mariadb_source.host and status["Source_Port"] == str(mariadb_source.port)
+    assert "not-the-password" not in repo.read_bytes().decode("latin-1")
+    out = io.StringIO()
+    assert main(["status", "--json", "--repository", str(repo)], out=out) == 0
+    assert "not-the-password" not in out.getvalue()
+
+    # the same channel received with the right password: the error is cleared, the positions filled
+    write_load(mariadb_source, "shop9", 5, seed=13)
+    receive(mariadb_source, tmp_path / "relay", "w", "--repository", str(repo))
+    status = replica_status(repo, "w")
+    assert status["Last_IO_Errno"] == "0" and status["Last_IO_Error"] == ""
+    file, pos = source_binlog_end(mariadb_source)
+    assert (status["Source_Log_File"], int(status["Read_Source_Log_Pos"])) == (file, pos)
+    assert status["Retrieved_Gtid_Set"] == gtid_binlog_pos(mariadb_source)

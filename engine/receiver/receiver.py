@@ -6,7 +6,13 @@ the heartbeat period), COM_REGISTER_SLAVE, then COM_BINLOG_DUMP from a file and 
 answer is one packet per event (0x00 then the event), an EOF at the end of the binary logs when
 the dump does not block, or an error.
 
-Without a position given, the receiver goes on from the relay logs it already wrote (after their
+With a repository, the position reached is recorded in its master_info (with the
+Retrieved_Gtid_Set and where the relay logs end for it) at most every RECORD_INTERVAL seconds and at
+the end, always after the relay bytes it covers are fsynced; a restart cuts the relay logs back to
+that point and asks the source for what follows. Replica_IO_Running and Last_IO_Errno/Last_IO_Error
+go there too.
+
+Without a position given or recorded, the receiver goes on from the relay logs it already wrote (after their
 last whole transaction: a transaction cut short at their tail is fetched again from its start,
 which the applier's continuity check accepts; an event cut short is cut off), or starts at the
 source's first binary log.
@@ -36,6 +42,7 @@ COM_REGISTER_SLAVE = 0x15
 BINLOG_DUMP_NON_BLOCK = 1
 MARIA_SLAVE_CAPABILITY_GTID = 4
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
+RECORD_INTERVAL = 0.2  # seconds between two recordings of the position: one fsync and one commit each
 
 ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
 ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE = 1743
@@ -83,9 +90,9 @@ class ReceiveResult:
     caught_up: bool
 
 
-def resume_position(files: RelayLogFiles) -> SourcePosition | None:
+def resume_position(files: RelayLogFiles, tracker: StreamTracker | None = None) -> SourcePosition | None:
     """After the last whole transaction the relay logs hold (None: they hold nothing yet)."""
-    tracker = StreamTracker()
+    tracker = StreamTracker() if tracker is None else tracker
     for path in files.files:
         data = path.read_bytes()
         pos, own_server_id = 4, None
@@ -126,6 +133,24 @@ def cut_partial_tail(files: RelayLogFiles) -> int:
     with path.open("r+b") as fh:
         fh.truncate(pos)
     return len(data) - pos
+
+
+def resume_recorded(files: RelayLogFiles, recorded: dict | None) -> SourcePosition | None:
+    """master_info's position, with the relay logs cut back to where they ended for it; None when
+    nothing is recorded or the relay logs do not match it (a crash between a new relay file and
+    the next recording, relay files removed by hand): then the relay logs themselves tell."""
+    if recorded is None or not files.files:
+        return None
+    path = files.files[-1]
+    if path.name != recorded["relay_log_name"] or not path.exists():
+        return None
+    size, pos = path.stat().st_size, recorded["relay_log_pos"]
+    if size < pos:
+        return None
+    if size > pos:
+        with path.open("r+b") as fh:
+            fh.truncate(pos)  # what followed was never recorded: fetched again
+    return SourcePosition(recorded["Master_log_name"], recorded["Master_log_pos"])
 
 
 def _has_checksum(fde: bytes) -> bool:
@@ -177,6 +202,7 @@ def receive(
     until_caught_up: bool = True,
     stop_after: float | None = None,
     should_stop: Callable[[], bool] | None = None,
+    repository=None,
 ) -> ReceiveResult:
     """Receive into the channel's relay logs until the source has sent all it has (until_caught_up)
     or for `stop_after` seconds or until should_stop() says so, stopping between transactions."""
@@ -187,15 +213,48 @@ def receive(
         )  # fmt: skip
     except OSError as exc:
         raise _write_failure(exc, settings.relay_dir) from None
-    conn = connect(account)
+    channel = settings.channel
+    if repository is not None:
+        repository.set_receiver_state(channel, True, host=account.host, port=account.port, user=account.user)
     try:
-        cut_partial_tail(files)
+        conn = connect(account)
+    except ReceiverError as exc:
+        _stopped(repository, channel, exc)
+        raise
+    failure: ReceiverError | None = None
+    recorded = None if repository is None else repository.received(channel)
+    tracker = StreamTracker()
+    boundary = None  # (source position, relay file, relay pos, retrieved GTIDs) after a whole transaction
+
+    recorded_boundary = None
+
+    def record() -> None:
+        nonlocal recorded_boundary
+        if repository is None or boundary is None or boundary is recorded_boundary:
+            return
+        files.sync()
+        source, relay_name, relay_pos, gtids = boundary
+        repository.record_received(channel, source.file, source.pos, gtids, relay_name, relay_pos)
+        recorded_boundary = boundary
+
+    try:
         if gtid_start is not None:
             # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate)
+            cut_partial_tail(files)
             start = SourcePosition("", 4)
         elif start is None:
-            start = resume_position(files) or SourcePosition(first_binlog(conn), 4)
-        tracker = StreamTracker(start)
+            start = resume_recorded(files, recorded)
+            if start is not None:
+                tracker.load_retrieved(recorded["retrieved_gtid_set"])
+            else:
+                cut_partial_tail(files)
+                if recorded is not None:
+                    tracker.load_retrieved(recorded["retrieved_gtid_set"])
+                start = resume_position(files, tracker) or SourcePosition(first_binlog(conn), 4)
+        else:
+            cut_partial_tail(files)
+        tracker.restart_at(start)
+        last_recorded = time.monotonic()
         tracker.checksum = _dump(conn, settings, start, gtid_start, non_blocking=until_caught_up)
         deadline = None if stop_after is None else time.monotonic() + stop_after
         events, caught_up, pending_rotate = 0, False, None
@@ -215,6 +274,8 @@ def receive(
             event = data[1:]
             _, type_code, _, size, log_pos, flags = HEADER.unpack_from(event, 0)
             if type_code in (_HEARTBEAT, _HEARTBEAT_V2):
+                if not tracker.in_transaction:
+                    record()  # the source has nothing more for now: what came is recorded
                 continue  # keeps the connection alive; never written
             if (
                 tracker.checksum
@@ -247,18 +308,44 @@ def receive(
             if not tracker.in_transaction:
                 files.flush()
                 files.rotate_if_full()
-        files.flush()
+                current = files.current
+                if current is not None and tracker.committed is not None:
+                    boundary = (tracker.committed, current.name, files.pos, tracker.retrieved_gtid_set())
+                if time.monotonic() - last_recorded >= RECORD_INTERVAL:
+                    record()
+                    last_recorded = time.monotonic()
+        record()
         return ReceiveResult(files.index_file, list(files.files), events, tracker.committed, caught_up)
     except pymysql.err.MySQLError as exc:  # the session setup or the commands: the source's answer
-        raise _io_error(exc, account) from None
+        failure = _io_error(exc, account)
+        raise failure from None
     except OSError as exc:
-        raise _write_failure(exc, files.index_file) from None
+        failure = _write_failure(exc, files.index_file)
+        raise failure from None
+    except ReceiverError as exc:
+        failure = exc
+        raise
     finally:
+        try:
+            if failure is not None and failure.errno != ER_SLAVE_RELAY_LOG_WRITE_FAILURE:
+                record()  # the whole transactions received before the error stay received
+        except OSError:
+            pass
         files.close()
         try:
             conn.close()
         except Exception:  # the connection may be gone already
             pass
+        _stopped(repository, channel, failure)
+
+
+def _stopped(repository, channel: str, failure: ReceiverError | None) -> None:
+    if repository is None:
+        return
+    if failure is None:
+        repository.set_receiver_state(channel, False)
+    else:
+        repository.record_io_error(channel, failure.errno, failure.message)
 
 
 def _write_failure(exc: OSError, where: Path) -> ReceiverError:

@@ -125,6 +125,12 @@ class RelayLogFiles:
         if self._file is not None:
             self._file.flush()
 
+    def sync(self) -> None:
+        """On disk, before the position that covers these bytes is recorded."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
     def close(self) -> None:
         if self._file is not None:
             self._close_file()

@@ -39,9 +39,27 @@ class StreamTracker:
         self.in_transaction = False
         self._multi_statement = False
         self.checksum = False
+        # MariaDB's GTIDs received in whole transactions: the last one per domain (Retrieved_Gtid_Set)
+        self.retrieved: dict[int, tuple[int, int]] = {}
+        self._pending_gtid: tuple[int, int, int] | None = None
+
+    def restart_at(self, position: SourcePosition) -> None:
+        """A new dump from `position`, between two transactions (one cut short is fetched again)."""
+        self.position = self.committed = position
+        self.in_transaction = False
+        self._pending_gtid = None
+
+    def retrieved_gtid_set(self) -> str:
+        return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(self.retrieved.items()))
+
+    def load_retrieved(self, gtid_set: str) -> None:
+        """Go on from a Retrieved_Gtid_Set recorded earlier ('domain-server-seq,…')."""
+        for gtid in filter(None, gtid_set.replace(" ", "").split(",")):
+            domain, server, seq = (int(part) for part in gtid.split("-"))
+            self.retrieved[domain] = (server, seq)
 
     def event(self, event: bytes) -> None:
-        _, type_code, _, _, log_pos, _ = HEADER.unpack_from(event, 0)
+        _, type_code, server_id, _, log_pos, _ = HEADER.unpack_from(event, 0)
         end = len(event) - (4 if self.checksum and type_code != _FDE else 0)
         if type_code == _ROTATE:
             # the source goes on in another binlog (its own Rotate, or the dump's artificial one)
@@ -54,7 +72,9 @@ class StreamTracker:
         if log_pos and self.position is not None:
             self.position = SourcePosition(self.position.file, log_pos)
         if type_code == _MARIADB_GTID:
+            seq, domain = struct.unpack_from("<QI", event, COMMON_HEADER_LEN)
             flags2 = event[COMMON_HEADER_LEN + 12]
+            self._pending_gtid = (domain, server_id, seq)
             self.in_transaction = True
             self._multi_statement = not flags2 & _MARIADB_STANDALONE
         elif type_code in _MYSQL_GTIDS:
@@ -69,6 +89,10 @@ class StreamTracker:
                 self.in_transaction = False
         if not self.in_transaction and log_pos:
             self.committed = self.position
+            if self._pending_gtid is not None:
+                domain, server, seq = self._pending_gtid
+                self.retrieved[domain] = (server, seq)
+                self._pending_gtid = None
 
 
 def _query_text(event: bytes, end: int) -> str:
