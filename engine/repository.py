@@ -589,6 +589,18 @@ class ChannelStatus:
         }
 
 
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def _channel_status(
     mi: Mapping[str, Any],
     rli: Mapping[str, Any],
@@ -655,7 +667,9 @@ def _channel_status(
         seconds_behind_source=lag,
         started_at=stats.get("started_at"),
         updated_at=stats.get("updated_at"),
-        io_service_state=connection.get("SERVICE_STATE") or "OFF",
+        io_service_state=(
+            "ON" if connection.get("SERVICE_STATE") == "ON" and _alive(connection.get("THREAD_ID")) else "OFF"
+        ),
         last_io_error_number=connection.get("LAST_ERROR_NUMBER") or 0,
         last_io_error_message=connection.get("LAST_ERROR_MESSAGE") or "",
         last_io_error_timestamp=connection.get("LAST_ERROR_TIMESTAMP") or ZERO_TIMESTAMP,
@@ -936,7 +950,8 @@ class Repository:
         """Replica_IO_Running (SERVICE_STATE); on start, the source account (never its password)
         and the last IO error cleared."""
         name = _check_name(name)
-        connection: dict[str, Any] = {"SERVICE_STATE": "ON" if running else "OFF"}
+        # THREAD_ID: the receiving process, so a receiver that was killed does not show as running
+        connection: dict[str, Any] = {"SERVICE_STATE": "ON" if running else "OFF", "THREAD_ID": os.getpid()}
         if running:
             connection.update(LAST_ERROR_NUMBER=0, LAST_ERROR_MESSAGE="", LAST_ERROR_TIMESTAMP=ZERO_TIMESTAMP)
         with self._write(f"record the receiver's state of channel {name!r}"):

@@ -318,6 +318,7 @@ def test_a_receiver_killed_mid_stream_resumes_from_master_info(mariadb_source, t
     with Repository(repo) as r:
         at_kill = r.received("k")
     assert at_kill["relay_log_pos"] > 0
+    assert replica_status(repo, "k")["Replica_IO_Running"] == "No"  # its process is gone
 
     env_password = ["--password", mariadb_source.repl_password, "--repository", str(repo)]
     said = receive(mariadb_source, relay_dir, "k", "--max-relay-log-size", "65536", *env_password)
