@@ -943,6 +943,14 @@ class Repository:
             )
         return rows[0] if rows and rows[0]["relay_log_name"] else None
 
+    def forget_received(self, name: str) -> None:
+        """CHANGE … SOURCE_LOG_FILE/POS: the receiver starts there, not where it last was."""
+        name = _check_name(name)
+        with self._write(f"forget the receiver's position of channel {name!r}"):
+            channel = self._canonical(name)
+            if channel is not None:
+                self._db[RECEIVER_INFO.name].delete_where('"channel" = ?', [channel])
+
     def set_receiver_state(
         self, name: str, running: bool, *, host: str | None = None, port: int | None = None,
         user: str | None = None,

@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from console.cli import main
 from tests.conftest import replay_argv
@@ -361,3 +362,49 @@ def test_status_shows_the_receivers_io_error_and_never_the_password(mariadb_sour
     file, pos = source_binlog_end(mariadb_source)
     assert (status["Source_Log_File"], int(status["Read_Source_Log_Pos"])) == (file, pos)
     assert status["Retrieved_Gtid_Set"] == gtid_binlog_pos(mariadb_source)
+
+
+def test_start_replica_io_thread_receives_what_change_replication_source_names(mariadb_source, tmp_path):
+    """CHANGE REPLICATION SOURCE TO SOURCE_HOST … RELAY_LOG …, START REPLICA IO_THREAD: the receiver
+    runs until caught up from SOURCE_LOG_FILE/POS, then START REPLICA SQL_THREAD applies it all."""
+    from engine.replica.errors import CommandError
+    from engine.replica.server import ReplicaServer
+
+    write_load(mariadb_source, "shop10a", 5, seed=14)  # before SOURCE_LOG_POS: never received
+    file, pos = source_binlog_end(mariadb_source)
+    domain, server_id, seq = map(int, gtid_binlog_pos(mariadb_source).split("-"))
+    write_load(mariadb_source, "shop10", 30, seed=15, rotate_at=10)
+    relay_dir = tmp_path / "relay"
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=False)
+    try:
+        with pytest.raises(CommandError) as caught:
+            replica.execute(
+                f"CHANGE REPLICATION SOURCE TO RELAY_LOG = '{relay_dir}/relay-bin' FOR CHANNEL 'io'"
+            )
+            replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'io'")
+        assert caught.value.errno == 1200  # no SOURCE_HOST yet
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '{mariadb_source.host}', "
+            f"SOURCE_PORT = {mariadb_source.port}, SOURCE_USER = 'repl', "
+            f"SOURCE_PASSWORD = '{mariadb_source.repl_password}', SOURCE_LOG_FILE = '{file}', "
+            f"SOURCE_LOG_POS = {pos} FOR CHANNEL 'io'"
+        )
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'io'")
+        assert replica.wait(120)
+        result = replica.execute("SHOW REPLICA STATUS FOR CHANNEL 'io'")
+        status = dict(zip(result.columns, result.rows[0], strict=True))
+        assert status["Last_IO_Errno"] == 0, status["Last_IO_Error"]
+        assert (status["Source_Log_File"], status["Read_Source_Log_Pos"]) == source_binlog_end(mariadb_source)
+        assert mariadb_source.repl_password not in str(status)
+        index = relay_dir / "relay-bin-io.index"
+        gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
+        assert gtids[0] == f"{domain}-{server_id}-{seq + 1}" and len(gtids) == len(set(gtids))
+        assert gtids[-1] == gtid_binlog_pos(mariadb_source)
+
+        replica.execute("START REPLICA SQL_THREAD FOR CHANNEL 'io'")
+        assert replica.wait(120)
+    finally:
+        replica.close()
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop10")
+    with duckdb.connect(str(tmp_path / "slave.duckdb"), read_only=True) as conn:
+        assert not conn.sql("SELECT * FROM duckdb_schemas() WHERE schema_name = 'shop10a'").fetchall()

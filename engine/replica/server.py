@@ -6,9 +6,9 @@ coordinator and workers in this process; every statement follows WL#1697's rules
 channel it acts on and fails with MySQL's error numbers (engine/replica/errors.py).
 
 Differences from MySQL a DBA should know:
-- There is no receiver (IO) thread: the relay logs are written by a replica or copied there.
-  IO_THREAD in START/STOP is accepted and does nothing (with a note); the SOURCE_* connection
-  options are recorded for display and for WL#1697's host/port rule only.
+- START REPLICA IO_THREAD runs the channel's receiver (engine/replica/receiving.py) from
+  SOURCE_HOST/PORT/USER/PASSWORD into RELAY_LOG's relay logs, until caught up (without follow)
+  or STOP REPLICA IO_THREAD; a START without IO_THREAD starts only the applier.
 - RESET REPLICA never deletes relay-log files: they belong to the server that wrote them. It
   makes the channel read them from the start again. Executed GTIDs stay, as gtid_executed does
   on MySQL, so GTID transactions already applied are skipped.
@@ -67,6 +67,7 @@ from .errors import (
     parse_error,
     same_host_port,
 )
+from .receiving import ReceiverRun
 
 # CHANGE REPLICATION SOURCE TO options recorded in master_info (display; no connection is made)
 _MASTER_INFO_OPTIONS = {
@@ -80,18 +81,13 @@ _MASTER_INFO_OPTIONS = {
     "SOURCE_HEARTBEAT_PERIOD": ("Heartbeat", "uint"),
     "SOURCE_AUTO_POSITION": ("Enabled_auto_position", "bool01"),
     "SOURCE_BIND": ("Bind", "string"),
+    "SOURCE_PASSWORD": ("User_password", "string"),  # in the 0600 repository; never shown
 }
-_NOT_STORED = {"SOURCE_PASSWORD"}
 _RELAY_OPTIONS = {"RELAY_LOG_INDEX", "RELAY_LOG", "RELAY_LOG_FILE", "RELAY_LOG_POS"}
 _APPLIER_OPTIONS = {name.upper() for name, var in v.VARIABLES.items() if var.per_channel}
-CHANGE_OPTIONS = (
-    set(_MASTER_INFO_OPTIONS) | _NOT_STORED | _RELAY_OPTIONS | _APPLIER_OPTIONS | {"SOURCE_DELAY"}
-)
+CHANGE_OPTIONS = set(_MASTER_INFO_OPTIONS) | _RELAY_OPTIONS | _APPLIER_OPTIONS | {"SOURCE_DELAY"}
 # What may change while the channel's applier runs: it only reads the rest at START.
-_WHILE_RUNNING = set(_MASTER_INFO_OPTIONS) | _NOT_STORED
-NO_RECEIVER = (
-    "relaydeck has no receiver (IO) thread: relay logs are written by the replica that received them"
-)
+_WHILE_RUNNING = set(_MASTER_INFO_OPTIONS)
 
 
 @dataclass(slots=True)
@@ -150,6 +146,7 @@ class ReplicaServer:
         self.limits = limits
         self.on_commit = on_commit
         self._runs: dict[str, ChannelRun] = {}  # by lower-cased name: names are case-insensitive
+        self._receivers: dict[str, ReceiverRun] = {}  # START REPLICA IO_THREAD, by lower-cased name
         self._lock = threading.RLock()  # one statement at a time, as MySQL's channel map lock
         self._closed = threading.Event()
         self._published_last: set[ChannelRun] = set()  # runs that ended and whose last state is out
@@ -221,6 +218,11 @@ class ReplicaServer:
         run = self._runs.get(channel.lower())
         return run is not None and run.is_alive()
 
+    def receiving(self, channel: str) -> bool:
+        """Whether START REPLICA IO_THREAD's receiver of the channel runs."""
+        receiver = self._receivers.get(channel.lower())
+        return receiver is not None and receiver.is_alive()
+
     def run_of(self, channel: str) -> ChannelRun | None:
         """The channel's current (or last) START in this process, for inspection."""
         return self._runs.get(channel.lower())
@@ -230,10 +232,10 @@ class ReplicaServer:
         import time
 
         deadline = None if timeout is None else time.monotonic() + timeout
-        for run in list(self._runs.values()):
+        for run in [*self._receivers.values(), *self._runs.values()]:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             run.join(left)
-        done = not any(r.is_alive() for r in self._runs.values())
+        done = not any(r.is_alive() for r in [*self._receivers.values(), *self._runs.values()])
         if done:
             self._publish_once()
         return done
@@ -241,6 +243,10 @@ class ReplicaServer:
     def close(self) -> None:
         """STOP every channel (as SIGTERM does), publish their final state, close the files."""
         with self._lock:
+            for receiver in self._receivers.values():
+                receiver.stop.set()
+            for receiver in self._receivers.values():
+                receiver.join()
             running = [name for name, run in self._runs.items() if run.is_alive()]
             for name in running:
                 self._runs[name].stop.set()
@@ -302,8 +308,6 @@ class ReplicaServer:
         for option, (column, kind) in _MASTER_INFO_OPTIONS.items():
             if option in options:
                 master_info[column] = _option_value(option, options[option], kind)
-        for option in _NOT_STORED & set(options):
-            warnings.append(Warning_("Note", ER_NOT_SUPPORTED_YET, f"{option} is not stored: {NO_RECEIVER}"))
         current = (self.repository.master_info(name) or {}) if exists else {}
         host = master_info.get("Host", current.get("Host"))
         port = master_info.get("Port", current.get("Port", 3306))
@@ -346,6 +350,8 @@ class ReplicaServer:
         self.repository.ensure_channel(name)
         if master_info:
             self.repository.update_master_info(name, **master_info)
+        if "SOURCE_LOG_FILE" in options or "SOURCE_LOG_POS" in options:
+            self.repository.forget_received(name)  # the receiver starts there next time
         if relay_log_info:
             self.repository.update_relay_log_info(name, **relay_log_info)
         if channel_options:
@@ -403,11 +409,23 @@ class ReplicaServer:
 
     def _start(self, cmd: StartReplica) -> Result:
         warnings: list[Warning_] = []
+        targets = start_targets(self.repository, cmd)
         if "IO_THREAD" in cmd.threads:
-            warnings.append(Warning_("Note", ER_NOT_SUPPORTED_YET, NO_RECEIVER))
+            for name in targets:
+                if self.receiving(name):
+                    warnings.append(already_running(name))
+                    continue
+                if not (self.repository.master_info(name) or {}).get("Host"):
+                    raise CommandError(
+                        ER_BAD_SLAVE,
+                        f"The server is not configured as slave; fix in config file or with CHANGE "
+                        f"REPLICATION SOURCE TO SOURCE_HOST{for_channel(name)}",
+                    )
+                receiver = ReceiverRun(self.repository, name, Path(self._index_of(name)), follow=self.follow)
+                self._receivers[name.lower()] = receiver
+                receiver.start()
             if "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
-        targets = start_targets(self.repository, cmd)
         until = _until(cmd.until)
         for name in targets:
             if self.running(name):
@@ -449,7 +467,11 @@ class ReplicaServer:
     def _stop(self, cmd: StopReplica) -> Result:
         warnings: list[Warning_] = []
         if "IO_THREAD" in cmd.threads:
-            warnings.append(Warning_("Note", ER_NOT_SUPPORTED_YET, NO_RECEIVER))
+            receivers = [self._receivers[n.lower()] for n in self._targets(cmd.channel) if self.receiving(n)]
+            for receiver in receivers:
+                receiver.stop.set()
+            for receiver in receivers:  # it stops between transactions, at the next event or heartbeat
+                receiver.join()
             if "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
         stopping = []
@@ -605,9 +627,6 @@ def check_channels(repository: Repository, command: object) -> None:
     (3076), a channel that exists (3074; CHANGE creates it), and for START a configured one (1200).
     ReplicaServer makes them as it executes; a caller without a slave makes them first, so that
     its answer is the statement's own."""
-    threads = getattr(command, "threads", ())
-    if "IO_THREAD" in threads and "SQL_THREAD" not in threads:
-        return  # no receiver thread: START/STOP IO_THREAD only leaves a note
     if isinstance(command, StartReplica):
         start_targets(repository, command)
         return

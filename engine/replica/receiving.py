@@ -1,0 +1,67 @@
+"""START REPLICA IO_THREAD: a channel's receiver run in a thread of the replica server.
+
+It connects with master_info's SOURCE_HOST, SOURCE_PORT, SOURCE_USER and SOURCE_PASSWORD, writes
+into the channel's relay logs (RELAY_LOG's folder and base name), starts where the receiver last
+recorded its position, else at SOURCE_LOG_FILE/SOURCE_LOG_POS, else after what the relay logs
+hold or at the source's first binary log. Its errors go to Last_IO_Errno/Last_IO_Error.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ..errors import RelaydeckError
+from ..relaylog.index import channel_relay_log_names
+from ..repository import Repository
+
+ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
+
+
+def relay_base(index: Path, channel: str) -> tuple[Path, str] | None:
+    """(folder, base name) of a channel's WL#1697 index `<base>-<channel>.index`; None if it is
+    not named so (the receiver writes only relay logs it names itself)."""
+    suffix = f"-{channel.lower()}.index" if channel else ".index"
+    if not index.name.endswith(suffix):
+        return None
+    base = index.name[: -len(suffix)]
+    if not base or channel_relay_log_names(base, channel)[0] != index.name:
+        return None
+    return index.parent, base
+
+
+class ReceiverRun(threading.Thread):
+    """One START REPLICA IO_THREAD of one channel, until caught up (or STOP, with follow)."""
+
+    def __init__(self, repository: Repository, channel: str, index: Path, *, follow: bool) -> None:
+        super().__init__(name=f"receiver-{channel}", daemon=True)
+        self.repository = repository
+        self.channel = channel
+        self.index = index
+        self.follow = follow
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        from ..receiver.receiver import ReceiverError, ReceiverSettings, SourceAccount, receive
+        from ..receiver.stream import SourcePosition
+
+        mi = self.repository.master_info(self.channel) or {}
+        account = SourceAccount(mi.get("Host") or "", mi.get("Port") or 3306, mi.get("User_name") or "",
+                                mi.get("User_password") or "")  # fmt: skip
+        directory, base = relay_base(self.index, self.channel) or (self.index.parent, "")
+        start = None
+        if self.repository.received(self.channel) is None and mi.get("Master_log_name"):
+            start = SourcePosition(mi["Master_log_name"], mi.get("Master_log_pos") or 4)
+        try:
+            receive(
+                account,
+                ReceiverSettings(self.channel, directory, relay_log_base=base),
+                start=start,
+                until_caught_up=not self.follow,
+                should_stop=self.stop.is_set,
+                repository=self.repository,
+            )
+        except ReceiverError:
+            pass  # receive() recorded it as the channel's Last_IO_Errno / Last_IO_Error
+        except RelaydeckError as exc:
+            self.repository.record_io_error(self.channel, ER_SLAVE_RELAY_LOG_WRITE_FAILURE, exc.one_line())
