@@ -408,3 +408,25 @@ def test_start_replica_io_thread_receives_what_change_replication_source_names(m
     assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop10")
     with duckdb.connect(str(tmp_path / "slave.duckdb"), read_only=True) as conn:
         assert not conn.sql("SELECT * FROM duckdb_schemas() WHERE schema_name = 'shop10a'").fetchall()
+
+
+def test_relay_bytes_written_after_the_recorded_position_are_cut_and_fetched_again(mariadb_source, tmp_path):
+    """Whole transactions written to the relay log but not yet recorded in master_info (a kill
+    between the two) are cut back to the recorded end and received once more: none twice."""
+    relay_dir, repo = tmp_path / "relay", tmp_path / "repo.sqlite"
+    write_load(mariadb_source, "shop11", 10, seed=16)
+    receive(mariadb_source, relay_dir, "u", "--repository", str(repo))
+    index = relay_dir / "relay-bin-u.index"
+    events = relay_events(index)
+    last_gtid = max(i for i, e in enumerate(events) if e["event_type"] == "Gtid")
+    last = relay_dir / events[-1]["log_name"]
+    data = last.read_bytes()
+    # the last transaction's bytes once more, as if received again after the recording
+    last.write_bytes(data + data[events[last_gtid]["pos"] :])
+    write_load(mariadb_source, "shop11", 5, seed=17)
+    receive(mariadb_source, relay_dir, "u", "--repository", str(repo))
+    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
+    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+    done = replay(tmp_path, "u", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop11")
