@@ -430,3 +430,40 @@ def test_relay_bytes_written_after_the_recorded_position_are_cut_and_fetched_aga
     done = replay(tmp_path, "u", index)
     assert done.returncode == 0, done.stderr
     assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop11")
+
+
+def test_a_following_receiver_runs_until_stop_replica_io_thread(mariadb_source, tmp_path):
+    """Under a following server the receiver keeps receiving; CHANGE of its source waits for STOP
+    REPLICA IO_THREAD, which ends it between transactions with everything received recorded."""
+    import time
+
+    from engine.replica.errors import CommandError
+    from engine.replica.server import ReplicaServer
+
+    write_load(mariadb_source, "shop12", 5, seed=18)
+    file, pos = source_binlog_end(mariadb_source)
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=True)
+    try:
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '{mariadb_source.host}', "
+            f"SOURCE_PORT = {mariadb_source.port}, SOURCE_USER = 'repl', "
+            f"SOURCE_PASSWORD = '{mariadb_source.repl_password}', SOURCE_LOG_FILE = '{file}', "
+            f"SOURCE_LOG_POS = {pos}, RELAY_LOG = '{tmp_path}/relay/relay-bin' FOR CHANNEL 'f'"
+        )
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'f'")
+        write_load(mariadb_source, "shop12", 10, seed=19)
+        deadline = time.monotonic() + 30
+        while replica.status("f")[0].read_source_log_pos != source_binlog_end(mariadb_source)[1]:
+            assert time.monotonic() < deadline, "the receiver did not catch up"
+            time.sleep(0.1)
+        assert replica.receiving("f") and replica.status("f")[0].replica_io_running == "Yes"
+        with pytest.raises(CommandError) as caught:
+            replica.execute("CHANGE REPLICATION SOURCE TO SOURCE_PORT = 1 FOR CHANNEL 'f'")
+        assert caught.value.errno in (1198, 3081)
+        began = time.monotonic()
+        replica.execute("STOP REPLICA IO_THREAD FOR CHANNEL 'f'")
+        assert time.monotonic() - began < 10 and not replica.receiving("f")
+        assert replica.status("f")[0].replica_io_running == "No"
+        assert replica.status("f")[0].retrieved_gtid_set == gtid_binlog_pos(mariadb_source)
+    finally:
+        replica.close()

@@ -299,6 +299,10 @@ class ReplicaServer:
         exists = self.repository.find_channel(name) is not None
         if self.running(name) and set(options) - _WHILE_RUNNING:
             raise must_stop(name)
+        if self.receiving(name) and set(options) & (
+            set(_MASTER_INFO_OPTIONS) | {"RELAY_LOG", "RELAY_LOG_INDEX"}
+        ):
+            raise must_stop(name)  # the receiver reads them at START REPLICA IO_THREAD
         if not exists and len(names) >= MAX_CHANNELS:
             raise CommandError(
                 ER_SLAVE_MAX_CHANNELS_EXCEEDED, "Maximum number of replication channels allowed exceeded."
@@ -492,7 +496,7 @@ class ReplicaServer:
     def _reset(self, cmd: ResetReplica) -> Result:
         targets = self._targets(cmd.channel)
         for name in targets:
-            if self.running(name):
+            if self.running(name) or self.receiving(name):
                 raise must_stop(name)
         for name in targets:
             self._runs.pop(name.lower(), None)
