@@ -12,10 +12,10 @@ the end, always after the relay bytes it covers are fsynced; a restart cuts the 
 that point and asks the source for what follows. Replica_IO_Running and Last_IO_Errno/Last_IO_Error
 go there too.
 
-Without a position given or recorded, the receiver goes on from the relay logs it already wrote (after their
-last whole transaction: a transaction cut short at their tail is fetched again from its start,
-which the applier's continuity check accepts; an event cut short is cut off), or starts at the
-source's first binary log.
+Without a position given or recorded, the receiver goes on from the relay logs it already wrote
+(after their last whole transaction: a transaction cut short at their tail is fetched again from
+its start, which the applier's continuity check accepts; an event cut short is cut off), or starts
+at the source's first binary log.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pymysql
 
@@ -36,6 +37,9 @@ from ..binlog.events.control import fde_has_checksum_byte
 from ..errors import NumberedError
 from .relay_files import RelayLogFiles
 from .stream import SourcePosition, StreamTracker
+
+if TYPE_CHECKING:
+    from ..repository import Repository
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -202,7 +206,7 @@ def receive(
     until_caught_up: bool = True,
     stop_after: float | None = None,
     should_stop: Callable[[], bool] | None = None,
-    repository=None,
+    repository: Repository | None = None,
 ) -> ReceiveResult:
     """Receive into the channel's relay logs until the source has sent all it has (until_caught_up)
     or for `stop_after` seconds or until should_stop() says so, stopping between transactions."""
@@ -225,7 +229,6 @@ def receive(
     recorded = None if repository is None else repository.received(channel)
     tracker = StreamTracker()
     boundary = None  # (source position, relay file, relay pos, retrieved GTIDs) after a whole transaction
-
     recorded_boundary = None
 
     def record() -> None:
@@ -339,7 +342,7 @@ def receive(
         _stopped(repository, channel, failure)
 
 
-def _stopped(repository, channel: str, failure: ReceiverError | None) -> None:
+def _stopped(repository: Repository | None, channel: str, failure: ReceiverError | None) -> None:
     if repository is None:
         return
     if failure is None:
