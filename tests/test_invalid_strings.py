@@ -10,11 +10,9 @@ Offsets are worked out here from the event layout, not taken from relaydeck.
 
 from __future__ import annotations
 
-import json
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import duckdb
 import pytest
 
 from .conftest import MULTISOURCE, replay_argv
+from .test_replay_errors import status_of
 from .test_replay_oracle import assert_tables_equal, expected_tables
 
 RELAY = MULTISOURCE / "relay"
@@ -72,15 +71,7 @@ def damage(path: Path) -> None:
 
 
 def m1_status(repo: Path) -> dict:
-    """SHOW REPLICA STATUS of channel m1, as `relaydeck status --json` gives it."""
-    out = subprocess.run(
-        [sys.executable, "-m", "console.cli", "status", "--repository", str(repo), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return next(r for r in json.loads(out.stdout) if r["channel_name"] == "m1")
+    return status_of(repo, "m1")
 
 
 @pytest.mark.parametrize(

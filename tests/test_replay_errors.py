@@ -160,7 +160,8 @@ def test_a_row_event_for_a_row_the_slave_lacks_stops_with_error_1032(tmp_path):
     assert row["transactions_applied"] >= applied_before
 
 
-def status_of(repo: Path) -> dict:
+def status_of(repo: Path, channel: str = "c1") -> dict:
+    """SHOW REPLICA STATUS of one channel, as `relaydeck status --json` gives it."""
     out = subprocess.run(
         [sys.executable, "-m", "console.cli", "status", "--repository", str(repo), "--json"],
         capture_output=True,
@@ -168,7 +169,7 @@ def status_of(repo: Path) -> dict:
         timeout=60,
         check=True,
     )
-    return next(r for r in json.loads(out.stdout) if r["channel_name"] == "c1")
+    return next(r for r in json.loads(out.stdout) if r["channel_name"] == channel)
 
 
 def test_an_error_in_a_batch_committed_behind_the_reader_names_that_transaction(tmp_path):
