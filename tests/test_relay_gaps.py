@@ -246,6 +246,35 @@ def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
     assert run.returncode != 0 and "out of order" in run.stderr and "Traceback" not in run.stderr
 
 
+@pytest.mark.parametrize("damage", ["missing_file", "files_out_of_order"])
+def test_a_damaged_index_stops_the_channel_where_it_stood_and_the_repaired_index_replays_exactly(
+    tmp_path: Path, damage: str
+) -> None:
+    index = copy_m1(tmp_path / "relay")
+    slave = tmp_path / "slave.duckdb"
+    assert replay(slave, index, "--until-gtid", "1-1-500").returncode == 0
+    original = index.read_text()
+    lines = original.splitlines()
+    if damage == "missing_file":
+        lines = [line for line in lines if "000012" not in line]
+        (index.parent / "relay-bin-m1.000012").unlink()
+        expected_error = "relay-bin-m1.000012 is missing from the index"
+    else:
+        lines[11], lines[12] = lines[12], lines[11]
+        expected_error = "out of order"
+    index.write_text("".join(line + "\n" for line in lines))
+    run = replay(slave, index)
+    assert run.returncode != 0 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
+    assert expected_error in run.stderr, run.stderr
+    assert channel_status(slave)["executed_gtid_set"] == "1-1-500"  # nothing applied past where it stood
+    index.write_text(original)
+    if damage == "missing_file":
+        shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
+    rerun = replay(slave, index)
+    assert rerun.returncode == 0, rerun.stderr
+    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+
+
 def test_a_relay_file_other_than_the_one_its_predecessor_rotates_to_is_a_gap() -> None:
     # Without an index (files given one by one) the numbering is not checked: the relay log's own
     # Rotate at the end of each file is what names the file that comes next.
