@@ -18,7 +18,6 @@ import duckdb
 from .applier.controls import StartControls
 from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
 from .applier.prepare import PreparedRun, RunTransaction
-from .applier.processes import SegmentPool
 from .applier.recovery import fill_gaps
 from .applier.single import (
     ER_UNKNOWN_ERROR,
@@ -32,6 +31,7 @@ from .applier.single import (
 )
 from .errors import RelaydeckError, RelayIndexError, RelayLogGap
 from .gc_tuning import relax_garbage_collector
+from .pool import make_executor
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
@@ -174,7 +174,7 @@ class ChannelRun:
             applier: ChannelApplier | ParallelApplier
             pool = None
             if settings.parallel is not None and settings.parallel.pool == "processes":
-                pool = SegmentPool(settings.parallel.workers)
+                pool = make_executor("processes", settings.parallel.workers)
             if settings.parallel is None or pool is not None:
                 applier = ChannelApplier(
                     session,

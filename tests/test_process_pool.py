@@ -18,6 +18,8 @@ from engine.applier.prepare import PreparedRun, can_follow, merge_runs, prepare_
 from engine.binlog.events import RowsEvent
 from engine.binlog.reader import LoggedEvent
 from engine.generate import WORKLOADS, generate
+from engine.pool import InProcessExecutor
+from engine.pool.ahead import SEGMENTS_AHEAD_PER_WORKER
 from engine.relaylog.index import read_index
 from engine.relaylog.segments import GTID_EVENTS, plan_segments
 from engine.relaylog.stream import stream_events
@@ -221,27 +223,22 @@ def test_the_command_line_runs_the_process_pool(tmp_path):
     assert "Traceback" not in without.stderr
 
 
-class _ReadyPool:
+class _ReadyPool(InProcessExecutor):
     """Prepares each segment as it is submitted: every segment is ready when the applier asks, the
     case where the applier is the slower side and merges runs."""
 
-    def __init__(self, workers: int, segment_transactions: int | None = None) -> None:
+    def __init__(self, workers: int) -> None:
+        super().__init__()
         self.workers = workers
-        self.segment_transactions = segment_transactions or processes.SEGMENT_TRANSACTIONS
-        self.segment_bytes: int | None = None  # bounded by transactions only: segments as the tests plan them
-        self.ahead = workers * processes.SEGMENTS_AHEAD_PER_WORKER + 1
         self.submitted = 0
 
-    def submit(self, segment):  # type: ignore[no-untyped-def]
-        from concurrent.futures import Future
-
+    def submit(self, task, segment):  # type: ignore[no-untyped-def]
         self.submitted += 1
-        future: Future = Future()
-        future.set_result(prepare_segment(segment, self.segment_transactions))
-        return future
+        return super().submit(task, segment)
 
-    def close(self) -> None:
-        pass
+
+def _ready_pool(kind, workers, spark_master=None):  # type: ignore[no-untyped-def]
+    return _ReadyPool(workers)
 
 
 def _runs(index_file: Path, per_segment: int) -> list[PreparedRun]:
@@ -287,7 +284,7 @@ def test_runs_of_a_table_whose_columns_changed_are_not_merged(tmp_path):
 @pytest.mark.parametrize("workload", ["hot", "oltp"])
 def test_runs_ready_together_are_applied_together_and_exactly(workload, tmp_path, monkeypatch):
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 30)
-    monkeypatch.setattr("engine.replay.SegmentPool", _ReadyPool)
+    monkeypatch.setattr("engine.replay.make_executor", _ready_pool)
     summary = generate(workload, 4, tmp_path / "relay")
     spec = [ChannelSpec("", summary.index_file)]
     segments = len(list(plan_segments(read_index(summary.index_file), None, 4, 30)))
@@ -306,7 +303,7 @@ def test_merging_stops_at_the_batch_limit(tmp_path, monkeypatch):
     from engine.applier.single import BatchLimits
 
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 30)
-    monkeypatch.setattr("engine.replay.SegmentPool", _ReadyPool)
+    monkeypatch.setattr("engine.replay.make_executor", _ready_pool)
     summary = generate("oltp", 4, tmp_path / "relay")
     spec = [ChannelSpec("", summary.index_file)]
     limits = BatchLimits(transactions=30)  # one segment's run at a time
@@ -525,13 +522,16 @@ def test_segments_are_submitted_again_before_the_applier_takes_a_chunk():
     """The workers keep busy while the applier applies: a chunk's segments are replaced in
     flight before the chunk is handed over."""
     logs = read_index(CHANNELS[0].index_file)
-    pool = _ReadyPool(2, 5)
+    pool = _ReadyPool(2)
+    ahead = 2 * SEGMENTS_AHEAD_PER_WORKER + 1
     total = len(list(plan_segments(logs, None, 4, 5, max(1, 5 // processes.FIRST_SEGMENT_FRACTION))))
-    assert total > 2 * pool.ahead
-    chunks = processes.prepared_chunks(logs, None, 4, pool, lambda name, pos: iter(()))
+    assert total > 2 * ahead
+    chunks = processes.prepared_chunks(
+        logs, None, 4, pool, lambda name, pos: iter(()), segment_transactions=5, segment_bytes=1 << 40
+    )
     next(chunks)
     # every segment in flight was ready: the chunk took them all, as many are in flight again
-    assert pool.submitted == 2 * pool.ahead
+    assert pool.submitted == 2 * ahead
     chunks.close()
 
 
@@ -583,7 +583,7 @@ def test_a_segment_whose_process_fails_is_read_the_ordinary_way_and_applied_exac
     # Not bad input (that hands over at its position): the process itself failed. The applier
     # reads from that segment's start on, and the tables are still exactly the source's.
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
-    monkeypatch.setattr(processes, "prepare_segment", _prepare_failing_on_segment_2)
+    monkeypatch.setattr("engine.applier.prepare.prepare_segment", _prepare_failing_on_segment_2)
     m2 = [spec for spec in CHANNELS if spec.name == "m2"]
     (outcome,) = Replay(tmp_path / "pool.duckdb", None, m2, parallel=POOL).run()
     assert outcome.error is None, outcome.error and outcome.error.one_line()

@@ -353,6 +353,22 @@ class _RunBuilder:
         return PreparedRun(self.transactions, tables, self.rows, self.seq, self.gtids)
 
 
+@dataclass(frozen=True, slots=True)
+class PrepareTask:
+    """The preparing stage's task (engine/pool): a segment read and its runs prepared."""
+
+    run_length: int  # transactions per run at most
+
+    def run(self, segment: Segment) -> PreparedSegment:
+        return prepare_segment(segment, self.run_length)
+
+    def to_arrow(self, result: PreparedSegment) -> bytes:
+        raise NotImplementedError("the Spark executor's encoding of a prepared segment")
+
+    def from_arrow(self, data: bytes, segment: Segment) -> PreparedSegment:
+        raise NotImplementedError("the Spark executor's encoding of a prepared segment")
+
+
 def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -> PreparedSegment:
     """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
     transactions.

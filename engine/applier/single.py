@@ -24,6 +24,7 @@ from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError, RelaydeckError
 from ..gtids import ExecutedGtids, GtidSet
+from ..pool import Executor
 from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
@@ -36,7 +37,7 @@ from .budget import DEFAULT_BUDGET, ByteBudget
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural, locate_invalid_string
 from .prepare import PreparedRun, can_follow, for_slave, merge_runs
-from .processes import SegmentPool, prepared_chunks
+from .processes import prepared_chunks
 
 ER_UNKNOWN_ERROR = 1105
 ER_INCIDENT = 1590
@@ -301,7 +302,7 @@ class ChannelApplier:
         controls: StartControls | None = None,
         follow: bool = False,
         on_commit: CommitCallback | None = None,
-        pool: SegmentPool | None = None,
+        pool: Executor | None = None,
     ) -> None:
         """follow: keep applying as the relay logs grow, until stop (`relaydeck replay --follow`).
         pool: worker processes that read and decode segments of the relay log ahead (the process

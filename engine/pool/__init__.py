@@ -1,0 +1,38 @@
+"""The preparing stage's executors: where interpreter-bound work on segments of a relay log runs.
+
+Reading, assembling and decoding a relay log is Python work, and Python threads take turns on one
+interpreter lock, so that work has to leave the applier's process to use more than one core. It is
+cut into segments of whole transactions (relaylog/segments.py) and each segment goes to a
+SegmentTask (what to do with it: prepare it for the applier, render it for `relaydeck events`),
+run by one of three executors with one interface:
+
+- in-process (`threads`): in the caller's thread, for tiny logs and the tests;
+- local processes (`processes`): forked worker processes, one per core;
+- Spark (`spark`): Spark tasks, in local mode or on a cluster; a task receives the segment's bytes
+  and returns Arrow, so executors never need the driver's files.
+
+The caller never changes with the executor: `ahead.SegmentPipeline` keeps a few segments in flight
+and hands their results back in stream order.
+"""
+
+from __future__ import annotations
+
+from .executors import (
+    EXECUTOR_KINDS,
+    Executor,
+    ExecutorActivity,
+    InProcessExecutor,
+    ProcessExecutor,
+    SegmentTask,
+    make_executor,
+)
+
+__all__ = [
+    "EXECUTOR_KINDS",
+    "Executor",
+    "ExecutorActivity",
+    "InProcessExecutor",
+    "ProcessExecutor",
+    "SegmentTask",
+    "make_executor",
+]

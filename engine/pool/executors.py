@@ -1,0 +1,193 @@
+"""The executors of the preparing stage: in this process, in forked local processes (Spark's is in
+spark.py). See the package's docstring for why the work leaves the applier's process.
+
+Processes are forked from the caller's thread when the first segment is submitted, not spawned:
+a spawned process imports the program's main module again, which a script using the engine need
+not be written for. A forked process holds copies of whatever other threads had locked at that
+moment, so a task touches nothing but what it was given: it never uses DuckDB, and it builds its
+Arrow arrays with the C library's allocator, which forking leaves usable (pyarrow's default
+allocator does not promise that). It leaves with os._exit, running no finalizers.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from ..relaylog.segments import Segment
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+EXECUTOR_KINDS = ("threads", "processes", "spark")
+
+
+class SegmentTask(Protocol[R]):
+    """What to do with one segment. An instance is pickled to wherever it runs (a forked process,
+    a Spark executor), so it holds plain settings only, never open files or connections."""
+
+    def run(self, segment: Segment) -> R: ...
+
+    def to_arrow(self, result: R) -> bytes:
+        """The result as an Arrow IPC stream: what a Spark task hands back to the driver."""
+        ...
+
+    def from_arrow(self, data: bytes, segment: Segment) -> R:
+        """to_arrow's result back as `run` gave it, on the driver (which holds the files)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorActivity:
+    """One slot of an executor (a process, a Spark task slot) and what it is doing."""
+
+    slot: str  # "process 1", "spark executor 2", "in-process"
+    state: str  # "idle", "preparing", "queued"
+    segment: str | None = None  # where the segment it works on starts, as file:position
+
+
+class Executor(Protocol):
+    kind: str  # one of EXECUTOR_KINDS
+    workers: int  # segments it prepares side by side
+
+    def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]: ...
+
+    def activity(self) -> list[ExecutorActivity]: ...
+
+    @property
+    def segments_done(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def _where(segment: Segment) -> str:
+    name, pos = segment.start
+    return f"{name}:{pos}"
+
+
+class _InFlight:
+    """The segments an executor holds, for activity(): submitted, not yet done."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[int, Segment] = {}  # id(future) -> segment, in submission order
+        self.done = 0
+
+    def add(self, future: Future[Any], segment: Segment) -> None:
+        key = id(future)
+        with self._lock:
+            self._held[key] = segment
+
+        def finished(_: Future[Any]) -> None:
+            with self._lock:
+                if self._held.pop(key, None) is not None:
+                    self.done += 1
+
+        future.add_done_callback(finished)
+
+    def snapshot(self) -> list[Segment]:
+        with self._lock:
+            return list(self._held.values())
+
+
+class InProcessExecutor:
+    """Runs each task in the caller's thread as it is submitted: no overlap, no start-up cost."""
+
+    kind = "threads"
+    workers = 1
+
+    def __init__(self) -> None:
+        self.segments_done = 0
+
+    def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
+        future: Future[R] = Future()
+        try:
+            future.set_result(task.run(segment))
+        except BaseException as exc:  # handed to whoever takes the result, as a pool would
+            future.set_exception(exc)
+        self.segments_done += 1
+        return future
+
+    def activity(self) -> list[ExecutorActivity]:
+        return [ExecutorActivity("in-process", "idle")]
+
+    def close(self) -> None:
+        pass
+
+
+def _start_process() -> None:
+    import pyarrow as pa
+
+    from ..gc_tuning import relax_garbage_collector
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    relax_garbage_collector()  # measured: the collector otherwise doubles a segment's preparation
+
+
+def _run_task(task: SegmentTask[R], segment: Segment) -> R:
+    return task.run(segment)
+
+
+class ProcessExecutor:
+    """`workers` forked processes, started on the first submit."""
+
+    kind = "processes"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._executor: Any = None
+        self._in_flight = _InFlight()
+
+    def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
+        if self._executor is None:
+            # loaded here: multiprocessing is not needed by every run of the engine
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = multiprocessing.get_context("fork")
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_process)
+        future: Future[R] = self._executor.submit(_run_task, task, segment)
+        self._in_flight.add(future, segment)
+        return future
+
+    def activity(self) -> list[ExecutorActivity]:
+        # A process pool runs its queue in order: the oldest segments held are the ones running.
+        held = self._in_flight.snapshot()
+        out = []
+        for i in range(self.workers):
+            segment = held[i] if i < len(held) else None
+            state = "preparing" if segment is not None else "idle"
+            out.append(ExecutorActivity(f"process {i + 1}", state, segment and _where(segment)))
+        if len(held) > self.workers:
+            out.append(ExecutorActivity("queue", "queued", f"{len(held) - self.workers} segments"))
+        return out
+
+    @property
+    def segments_done(self) -> int:
+        return self._in_flight.done
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+
+def local_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def make_executor(kind: str, workers: int, spark_master: str | None = None) -> Executor:
+    """The executor a `--pool` names; `workers` segments side by side (processes: at most one
+    per core, more would only take turns)."""
+    if kind == "threads":
+        return InProcessExecutor()
+    if kind == "processes":
+        return ProcessExecutor(max(1, min(workers, local_cores())))
+    if kind == "spark":
+        from .spark import SparkExecutor
+
+        return SparkExecutor(workers, spark_master)
+    raise ValueError(f"the worker pool is one of {', '.join(EXECUTOR_KINDS)}")
