@@ -572,11 +572,11 @@ def test_a_scanned_run_arrow_refuses_is_read_again_and_handed_back_as_read(monke
     assert handed_back > 100
 
 
-def _prepare_failing_on_segment_2(segment, run_length):  # type: ignore[no-untyped-def]
+def _prepare_failing_on_segment_2(segment, run_length, **options):  # type: ignore[no-untyped-def]
     """prepare_segment, with a defect in the third segment's process (module level: pickled)."""
     if segment.number == 2:
         raise RuntimeError("a defect in the worker process")
-    return prepare_segment(segment, run_length)
+    return prepare_segment(segment, run_length, **options)
 
 
 def test_a_segment_whose_process_fails_is_read_the_ordinary_way_and_applied_exactly(tmp_path, monkeypatch):

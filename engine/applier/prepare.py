@@ -28,6 +28,7 @@ from ..errors import BinlogError, RelayLogGap
 from ..gtids import GtidBatch, MariaGtid
 from ..relaylog.continuity import Continuity
 from ..relaylog.segments import Segment
+from ..scheduling.rowkeys import WritesetKeys, key_hashes
 from ..slave.rowapply import for_target, value_converter
 from ..slave.schema import MysqlTable
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
@@ -63,6 +64,11 @@ class RunTransaction(NamedTuple):
     original_commit_timestamp: int | None
     size: int
     row_events: int
+    # the scheduler's inputs: the source's logical clock and the databases its row events change
+    last_committed: int | None
+    sequence_number: int | None
+    commit_id: int | None
+    databases: frozenset[str]
 
     def describe(self) -> str:
         if self.gtid:
@@ -90,6 +96,11 @@ class PreparedRun:
     row_changes: int
     operations: int  # its operations are numbered (seq) 0 … operations - 1, across its tables
     gtids: GtidBatch
+    # seq of each transaction's first operation: transaction i holds op_starts[i] … op_starts[i+1] - 1
+    op_starts: list[int]
+    # each transaction's writeset (the hashes of its rows' keys), when the task was given the keys;
+    # None for a transaction on a table with no key or one the keys did not know
+    writesets: list[tuple[int, ...] | None] | None = None
 
     def __getstate__(self) -> tuple[Any, ...]:
         # Handed from a worker process to the applier column-wise: pickling thousands of named
@@ -107,11 +118,31 @@ class PreparedRun:
             [x.original_commit_timestamp for x in t],
             [x.size for x in t],
             [x.row_events for x in t],
+            [x.last_committed for x in t],
+            [x.sequence_number for x in t],
+            [x.commit_id for x in t],
+            [x.databases for x in t],
         )
-        return columns, self.tables, self.row_changes, self.operations, self.gtids
+        return (
+            columns,
+            self.tables,
+            self.row_changes,
+            self.operations,
+            self.gtids,
+            self.op_starts,
+            self.writesets,
+        )
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        columns, self.tables, self.row_changes, self.operations, self.gtids = state
+        (
+            columns,
+            self.tables,
+            self.row_changes,
+            self.operations,
+            self.gtids,
+            self.op_starts,
+            self.writesets,
+        ) = state
         gtid, start_file, start_pos, end_file, end_pos, *rest = columns
         starts = map(Position, start_file, start_pos)
         ends = map(Position, end_file, end_pos)
@@ -153,7 +184,11 @@ class _Table:
 class _RunBuilder:
     """Collects row-only transactions into a run; refuses what a run cannot hold."""
 
-    def __init__(self) -> None:
+    def __init__(self, keys: WritesetKeys | None = None) -> None:
+        self.keys = keys
+        self.writesets: list[tuple[int, ...] | None] = []
+        self.op_starts: list[int] = []
+        self._hashes: list[int] | None = None  # the writeset of the transaction being taken
         self.transactions: list[RunTransaction] = []
         # each one's events; None for one the compiled scanner read
         self.sources: list[tuple[LoggedEvent, ...] | list[LoggedEvent] | None] = []
@@ -192,11 +227,13 @@ class _RunBuilder:
         MariaDB GTID as read, when the caller has it."""
         maps: dict[int, TableMap] = {}
         decoded = []
+        databases = set()
         for logged in events:
             event = logged.event
             kind = type(event)
             if kind is TableMap:
                 maps[event.table_id] = event
+                databases.add(event.schema)
             elif kind is RowsEvent:
                 table_map = maps.get(event.table_id)
                 if table_map is None:
@@ -209,6 +246,12 @@ class _RunBuilder:
                     return None  # partial images are applied row by row
                 decoded.append((event.rows_data, table_map, decoder))
         first, last = events[0], events[-1]
+        opening = first.event
+        last_committed = sequence_number = commit_id = None
+        if type(opening) is Gtid:
+            last_committed, sequence_number = opening.last_committed, opening.sequence_number
+        elif type(opening) is MariaGtidEvent:
+            commit_id = opening.commit_id
         if first.log_name is last.log_name and not last.inner:  # one file, one stretch of it
             size = last.end_pos - first.pos
         else:
@@ -223,6 +266,10 @@ class _RunBuilder:
             original_commit_timestamp,
             size,
             len(decoded),
+            last_committed,
+            sequence_number,
+            commit_id,
+            frozenset(databases),
         )
         return self._take(decoded, transaction, events, maria_gtid)
 
@@ -230,7 +277,7 @@ class _RunBuilder:
         self, scanned: tuple[Any, ...], log_name: str, pos: int, source_log_file: str
     ) -> bool | None:
         """add() for a transaction the compiled scanner read at (log_name, pos)."""
-        end, server_id, domain, seq_no, timestamp, source_end_pos, rows = scanned
+        end, server_id, domain, seq_no, timestamp, source_end_pos, rows, commit_id = scanned
         decoded = []
         for table_map, type_code, width, data in rows:
             decoder = cached_full_decoder(table_map, _ROWS_KINDS[type_code], width)
@@ -248,6 +295,10 @@ class _RunBuilder:
             None,
             end - pos,
             len(decoded),
+            None,
+            None,
+            commit_id,
+            frozenset([table_map.schema for _, table_map, _ in decoded]),
         )
         return self._take(decoded, transaction, None, maria_gtid)
 
@@ -269,6 +320,7 @@ class _RunBuilder:
                 return False
         marks = {key: (len(t.seq), t.rows) for key, t in tables.items()}  # to take the transaction back
         seq, rows = self.seq, self.rows
+        self._hashes = [] if self.keys is not None else None
         try:
             for data, table_map, decoder in decoded:
                 self._queue(data, table_map, decoder)
@@ -284,6 +336,9 @@ class _RunBuilder:
             self.seq, self.rows = seq, rows
             return None  # the coordinator's own decoding reports it
         self.transactions.append(transaction)
+        self.op_starts.append(seq)
+        if self.keys is not None:
+            self.writesets.append(tuple(self._hashes) if self._hashes else None)
         self.sources.append(source)
         if maria_gtid is not None:
             self.gtids.add_maria(maria_gtid)
@@ -313,7 +368,15 @@ class _RunBuilder:
             )
         kind = decoder.kind
         two = kind is _UPDATE
+        before = len(table.seq)
         n = decoder.decode_data_into(data, table_map, table.values + table.values if two else table.values)
+        hashes = self._hashes
+        if hashes is not None:
+            keys = self.keys.of(key[0], key[1])  # type: ignore[union-attr]
+            if keys is None:
+                self._hashes = None  # a table without a key: the transaction has no writeset
+            else:
+                key_hashes(keys, table.values, range(before, before + (2 * n if two else n)), hashes)
         first = self.seq
         if two:
             table.seq.extend(range(first, first + 2 * n))
@@ -350,7 +413,15 @@ class _RunBuilder:
                     table.rows,
                 )
             )
-        return PreparedRun(self.transactions, tables, self.rows, self.seq, self.gtids)
+        return PreparedRun(
+            self.transactions,
+            tables,
+            self.rows,
+            self.seq,
+            self.gtids,
+            self.op_starts,
+            self.writesets if self.keys is not None else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,9 +429,10 @@ class PrepareTask:
     """The preparing stage's task (engine/pool): a segment read and its runs prepared."""
 
     run_length: int  # transactions per run at most
+    keys: WritesetKeys | None = None  # given: each transaction's writeset is computed too
 
     def run(self, segment: Segment) -> PreparedSegment:
-        return prepare_segment(segment, self.run_length)
+        return prepare_segment(segment, self.run_length, keys=self.keys)
 
     def to_arrow(self, result: PreparedSegment) -> bytes:
         raise NotImplementedError("the Spark executor's encoding of a prepared segment")
@@ -369,7 +441,9 @@ class PrepareTask:
         raise NotImplementedError("the Spark executor's encoding of a prepared segment")
 
 
-def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -> PreparedSegment:
+def prepare_segment(
+    segment: Segment, run_length: int, fast_path: bool = True, keys: WritesetKeys | None = None
+) -> PreparedSegment:
     """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
     transactions.
 
@@ -382,22 +456,24 @@ def prepare_segment(segment: Segment, run_length: int, fast_path: bool = True) -
     then sees exactly the stream it would have seen. fast_path=False reads every event through
     the assembler (the tests compare the three)."""
     if not fast_path or _runscan is None:
-        return _prepare(segment, run_length, fast_path, None)
+        return _prepare(segment, run_length, fast_path, None, keys)
     again = copy.deepcopy(segment)  # reading changes the segment's reader state
     try:
-        return _prepare(segment, run_length, True, _runscan)
+        return _prepare(segment, run_length, True, _runscan, keys)
     except _Rescan:
-        return _prepare(again, run_length, True, None)
+        return _prepare(again, run_length, True, None, keys)
 
 
-def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -> PreparedSegment:
+def _prepare(
+    segment: Segment, run_length: int, fast_path: bool, scanner: Any, keys: WritesetKeys | None
+) -> PreparedSegment:
     state = segment.state
     stop_name, stop_pos = segment.stop if segment.stop is not None else ("", -1)
     continuity = Continuity.segment(segment.files[0], segment.start_pos)
     checked_to = Position("", -1)  # a transaction the scanner checked but left to the reader
     assembler = TransactionAssembler()
     items: list[Transaction | LoggedEvent | Incomplete | PreparedRun] = []
-    builder = _RunBuilder()
+    builder = _RunBuilder(keys)
     done = Position(segment.files[0].name, segment.start_pos)  # everything before it is in items
 
     def close_run() -> None:
@@ -407,7 +483,7 @@ def _prepare(segment: Segment, run_length: int, fast_path: bool, scanner: Any) -
                 items.append(builder.build())
             except (pa.ArrowException, ValueError, TypeError, OverflowError):
                 items.extend(builder.as_read())  # values Arrow refuses: the coordinator's way reports them
-        builder = _RunBuilder()
+        builder = _RunBuilder(keys)
 
     def taken(outcome: bool | None) -> bool:
         if outcome is True and len(builder.transactions) >= run_length:
@@ -585,10 +661,16 @@ def merge_runs(runs: list[PreparedRun]) -> PreparedRun:
         return runs[0]
     parts: dict[tuple[str, str], list[TableOps]] = {}
     transactions: list[RunTransaction] = []
+    op_starts: list[int] = []
+    with_writesets = all(run.writesets is not None for run in runs)
+    writesets: list[tuple[int, ...] | None] = []
     gtids = GtidBatch()
     offset = 0
     for run in runs:
         transactions.extend(run.transactions)
+        op_starts.extend(start + offset for start in run.op_starts)
+        if with_writesets:
+            writesets.extend(run.writesets)  # type: ignore[arg-type]
         gtids.extend(run.gtids)
         for ops in run.tables:
             data = ops.ops
@@ -608,7 +690,15 @@ def merge_runs(runs: list[PreparedRun]) -> PreparedRun:
         )
         for group in parts.values()
     ]
-    return PreparedRun(transactions, tables, sum(r.row_changes for r in runs), offset, gtids)
+    return PreparedRun(
+        transactions,
+        tables,
+        sum(r.row_changes for r in runs),
+        offset,
+        gtids,
+        op_starts,
+        writesets if with_writesets else None,
+    )
 
 
 def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:

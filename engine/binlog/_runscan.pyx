@@ -39,8 +39,9 @@ cdef inline bint _rows_type(int code) noexcept:
 def scan_transaction(data, Py_ssize_t pos, Py_ssize_t limit, bint checksum, tuple post_lengths,
                      bint is_mariadb, dict table_maps):
     """The transaction at pos, if it has the usual shape and ends before limit: (end, server_id,
-    domain_id, seq_no, timestamp, log_pos of its XID, rows), rows holding (table_map, type_code,
-    width, rows_data) per rows event in order. None otherwise."""
+    domain_id, seq_no, timestamp, log_pos of its XID, rows, commit_id), rows holding (table_map,
+    type_code, width, rows_data) per rows event in order, commit_id None unless the GTID event
+    carries a group-commit id. None otherwise."""
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
@@ -63,7 +64,7 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
         return None
     maps = {}
     rows = []
-    domain = seq = None
+    domain = seq = commit_id = None
     server_id = 0
     timestamp = 0
     first = True
@@ -96,6 +97,8 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
                 return None
             seq = le(p + body, 8)
             domain = le(p + body + 8, 4)
+            if flags & GROUP_COMMIT_ID:
+                commit_id = le(p + body + 13, 8)
             timestamp = <uint32_t> le(p + pos, 4)
             server_id = <uint32_t> le(p + pos + 5, 4)
             first = False
@@ -152,7 +155,8 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
         elif code == XID:
             if n < 8 or not rows:
                 return None
-            return (pos + size, server_id, domain, seq, timestamp, <uint32_t> le(p + pos + 13, 4), rows)
+            return (pos + size, server_id, domain, seq, timestamp, <uint32_t> le(p + pos + 13, 4), rows,
+                    commit_id)
         else:
             return None
         pos += size

@@ -12,6 +12,8 @@ collation then always collide; the price is an occasional false dependency, neve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -53,17 +55,20 @@ def transaction_writeset(txn: Transaction, catalog: Catalog) -> tuple[list[int] 
     return (hashes if usable and hashes else None), decoded
 
 
-def _row_hashes(images: RowImages, table: MysqlTable, catalog: Catalog, out: list[int]) -> bool:
-    """Add the hashes of every key of every row image; False when the table has no key."""
+KeyColumns = tuple[tuple[str, str, str, tuple[int, ...]], ...]  # (db, table, key name, column indexes)
+
+
+def table_keys(table: MysqlTable, catalog: Catalog) -> KeyColumns | None:
+    """Every key a row of the table is hashed under; None when the table has no key."""
     names = [c.name for c in table.columns]
-    keys: list[tuple[str, str, str, tuple[int, ...]]] = []  # (db, table, key name, column indexes)
+    keys: list[tuple[str, str, str, tuple[int, ...]]] = []
     if table.primary_key:
         keys.append((table.schema, table.name, "PRIMARY", tuple(names.index(c) for c in table.primary_key)))
     for key_name, columns in zip(table.unique_key_names, table.unique_keys, strict=True):
         if all(c in names for c in columns):
             keys.append((table.schema, table.name, key_name, tuple(names.index(c) for c in columns)))
     if not keys:
-        return False
+        return None
     for fk in table.foreign_keys:
         parent = catalog.get((fk.ref_schema, fk.ref_table))
         if parent is None or not all(c in names for c in fk.columns):
@@ -71,18 +76,54 @@ def _row_hashes(images: RowImages, table: MysqlTable, catalog: Catalog, out: lis
         key_name, order = _parent_key(parent, fk.ref_columns)
         child_columns = tuple(names.index(fk.columns[i]) for i in order)
         keys.append((fk.ref_schema, fk.ref_table, key_name, child_columns))
+    return tuple(keys)
+
+
+def key_hashes(keys: KeyColumns, columns: Sequence[Sequence[object]], rows: range, out: list[int]) -> None:
+    """Add the hashes of every key of the rows `rows` of full images held column-wise."""
+    for db, name, key_name, indexes in keys:
+        values = [columns[c] for c in indexes]
+        for row in rows:
+            key = tuple(_loose(v[row]) for v in values)
+            if key_name != "PRIMARY" and None in key:
+                continue  # NULLs never collide in a unique or foreign key
+            out.append(writeset_hash(db, name, key_name, key))
+
+
+@dataclass(frozen=True, slots=True)
+class WritesetKeys:
+    """The keys of every table the slave knows, taken from its catalog to where row images are
+    decoded (the preparing stage runs in other processes or on Spark, without the slave)."""
+
+    tables: dict[tuple[str, str], KeyColumns | None]
+    fold_case: bool  # lower_case_table_names: names are looked up in lower case
+
+    def of(self, schema: str, name: str) -> KeyColumns | None:
+        if self.fold_case:
+            schema, name = schema.lower(), name.lower()
+        return self.tables.get((schema, name))
+
+
+def writeset_keys(catalog: Catalog) -> WritesetKeys:
+    fold = catalog.lower_case_table_names != 0
+    tables = {}
+    for (schema, name), table in catalog.items():
+        key = (schema.lower(), name.lower()) if fold else (schema, name)
+        tables[key] = table_keys(table, catalog)
+    return WritesetKeys(tables, fold)
+
+
+def _row_hashes(images: RowImages, table: MysqlTable, catalog: Catalog, out: list[int]) -> bool:
+    """Add the hashes of every key of every row image; False when the table has no key."""
+    keys = table_keys(table, catalog)
+    if keys is None:
+        return False
     for image in (images.before, images.after):
         if not image:
             continue
-        for db, name, key_name, columns in keys:
-            if not all(c in image for c in columns):
-                continue  # a minimal image without this key: the other image has it
-            values = [image[c] for c in columns]
-            for row in range(images.count):
-                key = tuple(_loose(v[row]) for v in values)
-                if key_name != "PRIMARY" and None in key:
-                    continue  # NULLs never collide in a unique or foreign key
-                out.append(writeset_hash(db, name, key_name, key))
+        for key in keys:
+            if all(c in image for c in key[3]):  # a minimal image without this key: the other has it
+                key_hashes((key,), image, range(images.count), out)
     return True
 
 
