@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from .applier.controls import StartControls
-from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions, RowPreparer
+from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions
 from .applier.prepare import PreparedRun, RunTransaction
 from .applier.recovery import fill_gaps
 from .applier.single import (
@@ -31,7 +31,7 @@ from .applier.single import (
 )
 from .errors import RelaydeckError, RelayIndexError, RelayLogGap
 from .gc_tuning import relax_garbage_collector
-from .pool import make_executor
+from .pool import Executor, make_executor
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
@@ -91,19 +91,6 @@ class RunSettings:
     follow: bool = False  # keep applying as the relay logs grow, until STOP
     after_gaps_only: bool = False  # UNTIL SQL_AFTER_MTS_GAPS: fill the gaps a crash left, then stop
     on_commit: CommitCallback | None = None
-    preparer: RowPreparer | None = None  # overrides the pool's (tests)
-
-
-def pool_preparer(options: ParallelOptions) -> RowPreparer | None:
-    """The Spark pool's row preparer, Spark starting meanwhile (see StartingSparkDecoder); None
-    for the thread pool."""
-    if options.pool != "spark":
-        return None
-    from .spark.decode import StartingSparkDecoder
-    from .spark.session import find_java, spark_session
-
-    find_java()  # a missing JVM is one clear error at the start, not whenever Spark was to take over
-    return StartingSparkDecoder(lambda: spark_session(options.spark_master, cores=options.workers))
 
 
 class ChannelRun:
@@ -172,10 +159,8 @@ class ChannelRun:
                 return
             hook = self._progress_hook(logs)
             applier: ChannelApplier | ParallelApplier
-            pool = None
-            if settings.parallel is not None and settings.parallel.pool == "processes":
-                pool = make_executor("processes", settings.parallel.workers)
-            if settings.parallel is None or pool is not None:
+            pool: Executor | None = None
+            if settings.parallel is None:
                 applier = ChannelApplier(
                     session,
                     spec.name,
@@ -187,9 +172,10 @@ class ChannelRun:
                     controls=replace(settings.controls),
                     follow=settings.follow,
                     on_commit=self._committed,
-                    pool=pool,
                 )
             else:
+                options = settings.parallel
+                pool = make_executor(options.pool, options.workers, options.spark_master)
                 applier = ParallelApplier(
                     session,
                     spec.name,
@@ -204,7 +190,7 @@ class ChannelRun:
                     controls=replace(settings.controls),
                     follow=settings.follow,
                     on_commit=self._committed,
-                    preparer=settings.preparer or pool_preparer(settings.parallel),
+                    executor=pool,
                 )
             self.applier = applier
             live.transactions = applier.progress.transactions

@@ -177,32 +177,6 @@ def test_set_global_replica_pending_jobs_size_max_bounds_the_single_applier(larg
     assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
 
 
-def test_the_budget_counts_the_process_pools_items_and_runs_read_again_once(tmp_path, monkeypatch):
-    """The process pool hands a run back to be read the ordinary way (here: the slave has its
-    transactions already): the budget counts what was read again, once, and only that."""
-    import engine.applier.processes as processes
-    from engine.applier.parallel import ParallelOptions
-    from engine.replay import ChannelSpec, Replay
-
-    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
-    summary = generate("oltp", 6, tmp_path / "relay")
-    slave_path = tmp_path / "slave.duckdb"
-    spec = [ChannelSpec("", summary.index_file)]
-    pool = ParallelOptions(workers=2, pool="processes")
-    first = Replay(slave_path, None, spec, parallel=pool)
-    assert first.run()[0].error is None
-    assert first.runs[""].applier.budget.held == 0  # type: ignore[union-attr]
-    slave = Slave(slave_path)
-    slave.set_relay_position("", read_index(summary.index_file).files[0].name, 4)
-    slave.close()
-    again = Replay(slave_path, None, spec, parallel=pool)
-    outcome = again.run()[0]
-    assert outcome.error is None and outcome.stats.runs_read_again > 0
-    applier = again.runs[""].applier
-    assert isinstance(applier, ChannelApplier)
-    assert applier.budget.held == 0
-
-
 def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large_log, tmp_path, monkeypatch):
     """--follow: the parts that have arrived are applied and wait, uncommitted, for the rest."""
     import threading

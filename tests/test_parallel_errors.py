@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from engine.applier.parallel import ParallelOptions
+from engine.applier.parallel import ParallelApplier, ParallelOptions
 from engine.applier.recovery import inspect_recovery
 from engine.applier.single import BatchLimits
 from engine.generate import generate
@@ -178,7 +178,12 @@ def test_an_unexpected_worker_exception_stops_the_channel_instead_of_hanging(tmp
             raise TypeError("simulated defect")
         return real_apply(self, txn, decoded)
 
+    def broken_prepared_apply(session, executor, parts):  # type: ignore[no-untyped-def]
+        raise TypeError("simulated defect in applying prepared transactions")
+
     monkeypatch.setattr(executor_module.TransactionExecutor, "apply", flaky_apply)
+    # a defect applying what was prepared: each transaction is read again and goes the ordinary way
+    monkeypatch.setattr(ParallelApplier, "_apply_prepared", staticmethod(broken_prepared_apply))
     options = ParallelOptions(workers=2, parallel_type="logical_clock")
     (outcome,) = Replay(
         tmp_path / "slave.duckdb", None, [ChannelSpec("", summary.index_file)], parallel=options

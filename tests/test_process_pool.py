@@ -14,7 +14,7 @@ import pytest
 
 import engine.applier.processes as processes
 from engine.applier.parallel import ParallelOptions
-from engine.applier.prepare import PreparedRun, can_follow, merge_runs, prepare_segment
+from engine.applier.prepare import PreparedRun, prepare_segment, sliced_tables
 from engine.binlog.events import RowsEvent
 from engine.binlog.reader import LoggedEvent
 from engine.generate import WORKLOADS, generate
@@ -121,7 +121,7 @@ def test_every_generated_workload_replays_exactly_with_the_process_pool(workload
     assert_tables_equal(tmp_path / "slave.duckdb", expected)
 
 
-def test_runs_holding_transactions_applied_before_go_the_ordinary_way(tmp_path, monkeypatch):
+def test_transactions_of_prepared_runs_applied_before_are_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
     summary = generate("oltp", 6, tmp_path / "relay")
     slave_path = tmp_path / "slave.duckdb"
@@ -136,7 +136,8 @@ def test_runs_holding_transactions_applied_before_go_the_ordinary_way(tmp_path, 
     slave.close()
     again = Replay(slave_path, None, spec, parallel=POOL).run()[0]
     assert again.error is None
-    assert again.stats.runs_read_again > 0 and again.stats.prepared_runs == 0
+    # skipped one by one inside the prepared runs, none read again
+    assert again.stats.prepared_runs > 0 and again.stats.runs_read_again == 0
     assert again.stats.skipped == summary.transactions and again.stats.transactions == 0
     n = summary.transactions
     assert commit_record_counts(slave_path) == (n, n, n)
@@ -176,7 +177,7 @@ def test_bad_input_stops_the_pool_where_it_stops_the_single_applier(tmp_path, mo
 
 
 def test_an_apply_error_in_a_prepared_run_is_reported_as_the_single_applier_reports_it(tmp_path, monkeypatch):
-    from engine.applier.single import Until
+    from engine.applier.single import ChannelError, Until
 
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 500)
     summary = generate("oltp", 4, tmp_path / "relay")
@@ -199,7 +200,14 @@ def test_an_apply_error_in_a_prepared_run_is_reported_as_the_single_applier_repo
     single = Replay(base, None, spec).run()[0]
     pooled = Replay(tmp_path / "pool.duckdb", None, spec, parallel=POOL).run()[0]
     assert single.error is not None and "Error 1032" in str(single.error)
-    assert str(pooled.error) == str(single.error)
+    # the same error, transaction and position; the parallel applier adds which worker stopped
+    assert isinstance(pooled.error, ChannelError) and isinstance(single.error, ChannelError)
+    assert (pooled.error.errno, pooled.error.transaction, pooled.error.position) == (
+        single.error.errno,
+        single.error.transaction,
+        single.error.position,
+    )
+    assert single.error.message in pooled.error.message
     assert _progress(tmp_path / "pool.duckdb") == _progress(base)
 
 
@@ -249,36 +257,53 @@ def _runs(index_file: Path, per_segment: int) -> list[PreparedRun]:
     return out
 
 
-def test_merged_runs_keep_every_operation_in_relay_log_order(tmp_path):
-    summary = generate("hot", 2, tmp_path / "relay")  # the same rows changed again and again
-    runs = _runs(summary.index_file, 20)
-    assert len(runs) > 3
-    merged = merge_runs(runs[:3])
-    assert merged.transactions == [t for r in runs[:3] for t in r.transactions]
-    assert merged.row_changes == sum(r.row_changes for r in runs[:3])
-    assert merged.operations == sum(r.operations for r in runs[:3])
-    for ops in merged.tables:
-        parts = [t for r in runs[:3] for t in r.tables if (t.schema, t.table) == (ops.schema, ops.table)]
-        assert ops.rows == sum(p.rows for p in parts)
+def _ops_of(run: PreparedRun, first: int, end: int, schema: str, table: str) -> list[tuple]:  # type: ignore[type-arg]
+    """Transactions first … end - 1 of a run: their operations on one table, without seq."""
+    low = run.op_starts[first]
+    high = run.op_starts[end] if end < len(run.op_starts) else run.operations
+    out = []
+    for ops in run.tables:
+        if (ops.schema, ops.table) == (schema, table):
+            for row in ops.ops.to_pylist():
+                if low <= row["seq"] < high:
+                    out.append(tuple(v for k, v in row.items() if k != "seq"))
+    return out
+
+
+@pytest.mark.parametrize("workload", ["hot", "oltp"])
+def test_sliced_runs_keep_every_operation_in_relay_log_order(workload, tmp_path):
+    summary = generate(workload, 2, tmp_path / "relay")  # hot: the same rows changed again and again
+    runs = [r for r in _runs(summary.index_file, 20) if len(r.transactions) >= 14]
+    assert len(runs) >= 3
+    # whole runs, parts of runs, single transactions: what a worker may be given
+    parts = [(runs[0], 0, len(runs[0].transactions)), (runs[1], 3, 9), (runs[1], 12, 13), (runs[2], 0, 5)]
+    tables = sliced_tables(parts)
+    total = sum(
+        (r.op_starts[e] if e < len(r.op_starts) else r.operations) - r.op_starts[f] for r, f, e in parts
+    )
+    for ops in tables:
         seq = ops.ops.column("seq").to_pylist()
-        assert seq == sorted(seq) and len(set(seq)) == len(seq)  # one order across the runs
-        assert 0 <= seq[0] and seq[-1] < merged.operations
-        # the values are the runs' own, in the runs' order
-        for name in ops.ops.column_names[1:]:
-            assert ops.ops.column(name).to_pylist() == [
-                v for p in parts for v in p.ops.column(name).to_pylist()
-            ]
+        assert seq == sorted(seq) and len(set(seq)) == len(seq)  # one order across the parts
+        assert 0 <= seq[0] and seq[-1] < total
+        rows = [tuple(v for k, v in row.items() if k != "seq") for row in ops.ops.to_pylist()]
+        assert rows == [op for r, f, e in parts for op in _ops_of(r, f, e, ops.schema, ops.table)]
+        assert ops.rows == len(rows) - sum(1 for row in rows if row[1] is None)  # UPDATE: two operations
+    touched = {
+        (t.schema, t.table) for r, f, e in parts for t in r.tables if _ops_of(r, f, e, t.schema, t.table)
+    }
+    assert {(t.schema, t.table) for t in tables} == touched
 
 
-def test_runs_of_a_table_whose_columns_changed_are_not_merged(tmp_path):
+def test_parts_of_a_table_whose_columns_changed_are_not_combined(tmp_path):
     summary = generate("oltp", 2, tmp_path / "relay")
     first, second = _runs(summary.index_file, 20)[:2]
-    assert can_follow([first], second)
+    sliced_tables([(first, 0, len(first.transactions)), (second, 0, len(second.transactions))])
     shared = next(
         t for t in second.tables if any((u.schema, u.table) == (t.schema, t.table) for u in first.tables)
     )
     shared.columns = shared.columns[:-1]  # as if an ALTER TABLE dropped a column between the runs
-    assert not can_follow([first], second)
+    with pytest.raises(ValueError, match="other columns"):
+        sliced_tables([(first, 0, len(first.transactions)), (second, 0, len(second.transactions))])
 
 
 @pytest.mark.parametrize("workload", ["hot", "oltp"])
@@ -290,8 +315,9 @@ def test_runs_ready_together_are_applied_together_and_exactly(workload, tmp_path
     segments = len(list(plan_segments(read_index(summary.index_file), None, 4, 30)))
     outcome = Replay(tmp_path / "slave.duckdb", None, spec, parallel=POOL).run()[0]
     assert outcome.error is None, outcome.error
-    # several segments ready at every hand-over: fewer applies than segments
-    assert 0 < outcome.stats.prepared_runs < segments
+    # several segments ready at every hand-over: their transactions are committed together
+    assert outcome.stats.prepared_runs >= segments - 1
+    assert outcome.stats.commits * 4 < outcome.stats.transactions
     n = summary.transactions
     assert outcome.stats.transactions == n
     assert commit_record_counts(tmp_path / "slave.duckdb") == (n, n, n)
@@ -311,6 +337,7 @@ def test_merging_stops_at_the_batch_limit(tmp_path, monkeypatch):
     assert outcome.error is None
     segments = len(list(plan_segments(read_index(summary.index_file), None, 4, 30)))
     assert outcome.stats.prepared_runs >= segments - 1  # DDL-free: about one run per segment
+    assert outcome.stats.commits >= outcome.stats.transactions // 30  # no batch above the limit
 
 
 def test_a_prepared_run_reaches_the_applier_unchanged(tmp_path):

@@ -16,8 +16,18 @@ earlier ordinal has committed, so the slave only shows states the source had. Wi
 commit as they finish and the LWM trails behind; what committed after it is recorded, which is
 what recovery (recovery.py) uses after a crash.
 
-Python threads share one interpreter lock: what runs in parallel here is DuckDB's own work
-(it releases the lock), overlapped with the coordinator's reading and decoding.
+What the coordinator schedules comes prepared. Reading, assembling and decoding the relay log
+is Python work, and Python threads take turns on one interpreter lock, so it runs in the
+preparing stage (engine/pool) on segments of the relay log: in forked processes, in Spark tasks, or
+in this thread for tiny logs. Runs of row-only transactions arrive with their row changes as Arrow
+operations per table and each transaction's scheduler inputs (logical clock, databases, writeset
+hashes computed where the run was prepared); the coordinator schedules each transaction of a run
+like any other, and a worker applies the operations of the transactions it was given as
+set-based statements. DuckDB releases the interpreter lock while it executes, so workers apply
+side by side where the scheduler allows it. Everything else (DDL, statements, what a run cannot
+hold) arrives as read, and goes the ordinary way. Where each transaction has to be looked at
+before the next is read (UNTIL, the skip counter, SQL_Delay, following a growing relay log) the
+coordinator reads the relay log itself.
 """
 
 from __future__ import annotations
@@ -27,25 +37,28 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 import duckdb
 
 from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..gtids import ExecutedGtids
+from ..pool import EXECUTOR_KINDS, Executor, InProcessExecutor
+from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CaughtUp
 from ..relaylog.index import RelayLogSet
 from ..scheduling.clock import LogicalClock
 from ..scheduling.gaq import GroupAssignmentQueue, WorkerCheckpoint
 from ..scheduling.partition import DatabasePartitions
-from ..scheduling.rowkeys import Decoded, transaction_writeset
+from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset, writeset_keys
 from ..scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
 from ..slave.database import ChannelProgress, CommitRecord, Slave
-from ..slave.schema import Catalog
 from ..transactions import Transaction
+from . import processes
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
+from .prepare import PreparedRun, PrepareTask, RunTransaction, for_slave, sliced_tables
+from .processes import prepared_chunks
 from .single import (
     ER_UNKNOWN_ERROR,
     AnyEvent,
@@ -64,18 +77,7 @@ from .single import (
 )
 
 PARALLEL_TYPES = ("database", "logical_clock", "writeset")
-POOLS = ("threads", "spark", "processes")
-# With the Spark pool the coordinator hands row decoding and writesets to Spark this many
-# transactions at a time: a Spark job costs tenths of a second however small it is.
-SPARK_BATCH = 4000
-
-
-class RowPreparer(Protocol):
-    """Decodes row images and computes writesets for many transactions at once (the Spark pool)."""
-
-    def prepare(
-        self, transactions: list[Transaction], catalog: Catalog
-    ) -> list[tuple[list[int] | None, Decoded]]: ...
+POOLS = EXECUTOR_KINDS
 
 
 ER_MTA_INCONSISTENT_DATA = 1756
@@ -105,9 +107,9 @@ class ParallelOptions:
     checkpoint_period_ms: int = 300  # replica_checkpoint_period
     history_size: int = DEFAULT_HISTORY_SIZE  # binlog_transaction_dependency_history_size
     stop_timeout_s: float = 60.0  # STOP waits this long for assigned transactions
-    # "spark": row decoding and writesets run in Spark tasks (engine/spark); "processes": worker
-    # processes read and decode segments, applied in source order (applier/processes.py)
-    pool: str = "threads"
+    # where the relay log is prepared (engine/pool): "processes" (local processes, one per core),
+    # "spark" (Spark tasks), "threads" (the coordinator's own thread: tiny logs, tests)
+    pool: str = "processes"
     # WRITESET dependencies computed beforehand (`relaydeck analyze --schedule-out`): the after-ordinal
     # of transaction 1, 2, … of the relay log read from its start
     schedule: tuple[int, ...] | None = None
@@ -127,13 +129,15 @@ class ParallelOptions:
 @dataclass(slots=True)
 class Job:
     ordinal: int
-    txn: Transaction
+    txn: Transaction | RunTransaction
     after: int  # every ordinal up to this one must have committed before the job starts
     alone: bool  # changes definitions: nothing else runs with it
     decoded: Decoded | None = None
     partitions: frozenset[str] | None = None  # DATABASE: released when it commits
     worker: int = -1
     skip: bool = False  # taken by the skip counter: recorded as applied, not executed
+    run: PreparedRun | None = None  # prepared: transaction `index` of this run (txn is its record)
+    index: int = 0
 
 
 @dataclass(slots=True)
@@ -185,6 +189,10 @@ class _Abort(Exception):
     """The channel is stopping without finishing (a worker failed, or KILL)."""
 
 
+class _NotPrepared(Exception):
+    """A prepared table the slave cannot take set-based: the batch goes the ordinary way."""
+
+
 class _JobFailed(Exception):
     def __init__(self, job: Job, error: ChannelError) -> None:
         self.job = job
@@ -218,10 +226,10 @@ class ParallelApplier:
         controls: StartControls | None = None,
         follow: bool = False,
         on_commit: CommitCallback | None = None,
-        preparer: RowPreparer | None = None,
+        executor: Executor | None = None,
     ) -> None:
-        """follow: keep applying as the relay logs grow, until STOP or KILL. preparer: where row
-        images are decoded and writesets computed (the Spark pool); None: here, one at a time."""
+        """follow: keep applying as the relay logs grow, until STOP or KILL. executor: where the
+        relay log is prepared (engine/pool; the caller closes it); None: in this thread."""
         self.slave = slave
         self.follow = follow
         self.on_commit = on_commit
@@ -248,8 +256,8 @@ class ParallelApplier:
         self._reading_done = False
         self._coordinator_waiting = False
         self._caught_up = False  # following: all that has arrived is queued, nothing more is coming yet
-        self.preparer = preparer
-        self._prepared: dict[int, tuple[list[int] | None, Decoded]] = {}  # id(txn) -> from the preparer
+        self.executor: Executor = executor or InProcessExecutor()
+        self._keys: WritesetKeys | None = None  # what the prepared writesets were hashed with
         self._failure: tuple[int, Job, ChannelError] | None = None
         self._aborting = False  # KILL, or STOP past its timeout: workers drop what they hold
         self._clock = LogicalClock()
@@ -308,137 +316,161 @@ class ParallelApplier:
             self.stats.stopped_by = "UNTIL condition"
             return None
         continuity = continuity_after(self.progress, self.controls)
-        reader = _read_chunks(
-            self.logs,
-            self.progress.relay_log_file,
-            self.progress.relay_log_pos,
-            AnyEvent(self.stop, self.kill) if self.follow else None,
-            continuity=continuity,
+        reader = self._reader(continuity)
+        try:
+            return self._schedule_all(reader)
+        finally:
+            reader.close()
+            self.stats.gaps_accepted = continuity.accepted
+            if self.stop.is_set() or self.kill.is_set():  # also when following ended the reading
+                if self.stats.stopped_by != "UNTIL condition":
+                    self.stats.stopped_by = "KILL" if self.kill.is_set() else "STOP"
+
+    def _reader(self, continuity: Continuity) -> Iterator[list[object]]:
+        """The relay log, prepared by the executor, or read here where each transaction is
+        looked at before the next is read."""
+        start_file, pos = self.progress.relay_log_file, self.progress.relay_log_pos
+        one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
+        if self.follow or one_at_a_time:
+            follow = AnyEvent(self.stop, self.kill) if self.follow else None
+            return _read_chunks(self.logs, start_file, pos, follow, continuity=continuity)
+        if self.options.parallel_type == "writeset" and self.options.schedule is None:
+            self._keys = writeset_keys(self.slave.catalog)
+        return prepared_chunks(
+            self.logs, start_file, pos, self.executor, self._read_again_from, continuity, self._task
         )
-        if self.preparer is not None:
-            reader = self._prepared_ahead(reader)
+
+    def _task(self) -> PrepareTask:
+        """What the next segment is prepared with: the keys the slave has now."""
+        return PrepareTask(processes.SEGMENT_TRANSACTIONS, self._keys)
+
+    def _read_again_from(self, start_file: str, pos: int) -> Iterator[list[object]]:
+        """The ordinary reader, where the preparing stage handed over (bad input, a failed task):
+        a range its continuity check has already covered."""
+        return _read_chunks(self.logs, start_file, pos)
+
+    def _schedule_all(self, reader: Iterator[list[object]]) -> ChannelError | None:
+        for chunk in reader:
+            for item in chunk:
+                if type(item) is PreparedRun:
+                    self._schedule_run(item)
+                    if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
+                        break
+                elif isinstance(item, Transaction):
+                    if item.gtid and self._scheduled.contains(item.gtid):
+                        self.stats.skipped += 1
+                        self._clock.skipped(item, self._gaq.next_ordinal - 1)
+                        continue
+                    if self.until is not None and self.until.stops_before(item):
+                        self.stats.stopped_by = "UNTIL condition"
+                        return None
+                    skip = self.controls.take_skip(item)
+                    if skip:
+                        self.stats.skipped_by_counter += 1
+                    else:
+                        due = self.controls.due(item)
+                        if due is not None and not self.controls.wait_until(due, self.stop):
+                            self.stats.stopped_by = "STOP"
+                            return None
+                    self._schedule(item, skip)
+                    if self.until is not None and self.until.reached_after(item, self._scheduled):
+                        self.stats.stopped_by = "UNTIL condition"
+                        return None
+                    if self._keys is not None and is_structural(item):
+                        keys = writeset_keys(self.slave.catalog, self._keys.version + 1)
+                        if keys != self._keys:
+                            # segments prepared before now hashed with the keys as they were
+                            self._keys = keys
+                elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
+                    self._drain()
+                    return incident_error(self.channel, item)
+                elif isinstance(item, CaughtUp):
+                    with self._lock:
+                        self._caught_up = True  # workers stop gathering and commit what they hold
+                        self._lock.notify_all()
+                    # The reader is about to wait for the relay log to grow: the position must
+                    # not wait with it, so what was assigned is committed and checkpointed now.
+                    self._drain()
+                    self._checkpoint()
+                if self.on_progress is not None:
+                    self.on_progress(self.stats, item)
+                self._maybe_checkpoint()
+            if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
+                break
+        return None
+
+    def _schedule_run(self, run: PreparedRun) -> None:
+        """Schedule every transaction of a prepared run (those applied before are skipped). A run
+        on a table the slave does not take set-based is read again and goes the ordinary way."""
+        catalog = self.slave.catalog
+        for ops in run.tables:
+            table = catalog.get((ops.schema, ops.table))
+            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
+                self.stats.runs_read_again += 1
+                for item in self._read_run(run):
+                    self._schedule(item)  # type: ignore[arg-type]
+                return
+        self.stats.prepared_runs += 1
+        applied_before = run.gtids.any_in(self._scheduled)
+        keys = self._keys
+        writesets = None  # none, or hashed with keys the slave no longer has: in order
+        if keys is not None and run.writeset_version == keys.version:
+            writesets = run.writesets
+        for index, txn in enumerate(run.transactions):
+            if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
+                return  # a run holds thousands: STOP waits for what was assigned, not for the run
+            if applied_before and txn.gtid and self._scheduled.contains(txn.gtid):
+                self.stats.skipped += 1
+                self._clock.skipped(txn, self._gaq.next_ordinal - 1)  # type: ignore[arg-type]
+                continue
+            hashes = writesets[index] if writesets is not None else None
+            self._schedule(txn, prepared=(run, index), hashes=hashes)
+
+    def _read_run(self, run: PreparedRun) -> list[Transaction]:
+        """The run's transactions read the ordinary way, from the relay log."""
+        out: list[Transaction] = []
+        reader = _read_chunks(self.logs, run.start.log_name, run.start.pos)
         try:
             for chunk in reader:
                 for item in chunk:
                     if isinstance(item, Transaction):
-                        if item.gtid and self._scheduled.contains(item.gtid):
-                            self.stats.skipped += 1
-                            self._clock.skipped(item, self._gaq.next_ordinal - 1)
-                            continue
-                        if self.until is not None and self.until.stops_before(item):
-                            self.stats.stopped_by = "UNTIL condition"
-                            return None
-                        skip = self.controls.take_skip(item)
-                        if skip:
-                            self.stats.skipped_by_counter += 1
-                        else:
-                            due = self.controls.due(item)
-                            if due is not None and not self.controls.wait_until(due, self.stop):
-                                self.stats.stopped_by = "STOP"
-                                return None
-                        self._schedule(item, skip)
-                        if self.until is not None and self.until.reached_after(item, self._scheduled):
-                            self.stats.stopped_by = "UNTIL condition"
-                            return None
-                    elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
-                        self._drain()
-                        return incident_error(self.channel, item)
-                    elif isinstance(item, CaughtUp):
-                        with self._lock:
-                            self._caught_up = True  # workers stop gathering and commit what they hold
-                            self._lock.notify_all()
-                        # The reader is about to wait for the relay log to grow: the position must
-                        # not wait with it, so what was assigned is committed and checkpointed now.
-                        self._drain()
-                        self._checkpoint()
-                    if self.on_progress is not None:
-                        self.on_progress(self.stats, item)
-                    self._maybe_checkpoint()
-                if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
-                    break
-            if self.stop.is_set() or self.kill.is_set():  # also when following ended the reading
-                self.stats.stopped_by = "KILL" if self.kill.is_set() else "STOP"
+                        out.append(item)
+                        if item.end == run.end:
+                            return out
         finally:
             reader.close()
-            self.stats.gaps_accepted = continuity.accepted
-        return None
+        return out
 
-    def _prepared_ahead(self, reader: Iterator[list[object]]) -> Iterator[list[object]]:
-        """Chunks of the relay log, with the preparer's results for their transactions computed in
-        batches of SPARK_BATCH first. A batch ends before a transaction that changes definitions
-        (what follows it is prepared against the catalog after it) and when the reader catches up."""
-        held: list[list[object]] = []
-        pending: list[Transaction] = []
-
-        def release() -> Iterator[list[object]]:
-            if pending:
-                assert self.preparer is not None
-                results = self.preparer.prepare(pending, self.slave.catalog)
-                for txn, result in zip(pending, results, strict=True):
-                    self._prepared[id(txn)] = result
-                pending.clear()
-            yield from held
-            held.clear()
-
-        def hold(items: list[object]) -> None:
-            held.append(items)
-            pending.extend(t for t in items if isinstance(t, Transaction))
-
-        for chunk in reader:
-            rest = chunk
-            while rest:
-                cut = next(
-                    (
-                        i
-                        for i, item in enumerate(rest)
-                        if isinstance(item, Transaction) and is_structural(item)
-                    ),
-                    None,
-                )
-                if cut is None:
-                    hold(rest)
-                    break
-                hold(rest[:cut])
-                yield from release()
-                # Scheduled alone and committed before what follows it is prepared.
-                yield [rest[cut]]
-                rest = rest[cut + 1 :]
-            if (
-                len(pending) >= SPARK_BATCH
-                or any(isinstance(i, CaughtUp) for i in chunk)
-                or self.stop.is_set()
-            ):
-                yield from release()
-        yield from release()
-
-    def _schedule(self, txn: Transaction, skip: bool = False) -> None:
+    def _schedule(
+        self,
+        txn: Transaction | RunTransaction,
+        skip: bool = False,
+        prepared: tuple[PreparedRun, int] | None = None,
+        hashes: tuple[int, ...] | None = None,
+    ) -> None:
+        """prepared: the run and index of a prepared transaction, `hashes` its writeset."""
         # Definitions change, or bigger than replica_pending_jobs_size_max: nothing else runs with it.
         oversized = txn.size > self.options.pending_jobs_size_max
-        alone = oversized or is_structural(txn)
+        alone = oversized or (prepared is None and is_structural(txn))  # type: ignore[arg-type]
         decoded: Decoded | None = None
         kind = self.options.parallel_type
         with self._lock:
             ordinal = self._gaq.next_ordinal
-        prepared = self._prepared.pop(id(txn), None)
-        if prepared is not None and not alone:
-            decoded = prepared[1]
         if kind == "writeset" and self.options.schedule is not None and ordinal <= len(self.options.schedule):
             after = min(self.options.schedule[ordinal - 1], ordinal - 1)
         elif kind == "writeset":
-            hashes = None
-            if not alone:
-                if prepared is not None:
-                    hashes = prepared[0]
-                else:
-                    hashes, decoded = transaction_writeset(txn, self.slave.catalog)
-            after = self._history.dependency(ordinal, hashes, commit_parent=ordinal - 1)
+            if prepared is None and not alone:
+                hashes, decoded = transaction_writeset(txn, self.slave.catalog)  # type: ignore[arg-type,assignment]
+            after = self._history.dependency(ordinal, None if alone else hashes, commit_parent=ordinal - 1)
         elif kind == "logical_clock":
-            after = self._clock.dependency(txn, ordinal)
+            after = self._clock.dependency(txn, ordinal)  # type: ignore[arg-type]
         else:
             after = ordinal - 1
         if alone:
             after = ordinal - 1
         job = Job(ordinal, txn, after, alone, decoded, skip=skip)
+        if prepared is not None:
+            job.run, job.index = prepared
         if kind == "database" and not alone:
             worker = self._claim_partitions(job)
         elif alone:
@@ -810,6 +842,11 @@ class ParallelApplier:
                     continue
                 if len(batch) == 1:
                     job = batch[0]
+                    if job.run is not None:
+                        # read as the relay log has it: the ordinary way applies it, or names
+                        # what is wrong with it exactly (the rows event, the row)
+                        self._read_again(job)
+                        continue
                     raise _JobFailed(job, transaction_error(self.channel, job.txn, exc)) from None
                 for job in batch:
                     self._execute(worker, session, executor, [job])
@@ -819,9 +856,21 @@ class ParallelApplier:
         self, worker: _Worker, session: Slave, executor: TransactionExecutor, batch: list[Job]
     ) -> None:
         session.begin(changes_definitions=batch[0].alone)
+        prepared: list[list[object]] = []  # [run, first index, end index] of consecutive prepared jobs
         for job in batch:
-            if not job.skip:
-                executor.apply(job.txn, job.decoded)
+            if job.skip:
+                continue
+            if job.run is None:
+                if prepared:
+                    self._apply_prepared(session, executor, prepared)
+                    prepared = []
+                executor.apply(job.txn, job.decoded)  # type: ignore[arg-type]
+            elif prepared and prepared[-1][0] is job.run and prepared[-1][2] == job.index:
+                prepared[-1][2] = job.index + 1
+            else:
+                prepared.append([job.run, job.index, job.index + 1])
+        if prepared:
+            self._apply_prepared(session, executor, prepared)
         executor.flush()
         wid = worker.status.worker
         session.record_commits(
@@ -879,6 +928,40 @@ class ParallelApplier:
             self.stats.commits += 1
             self.stats.bytes += sum(job.txn.size for job in batch)
             self._lock.notify_all()
+
+    @staticmethod
+    def _apply_prepared(session: Slave, executor: TransactionExecutor, parts: list[list[object]]) -> None:
+        """Apply prepared transactions (parts of runs) as set-based statements per table."""
+        executor.flush()  # what the ordinary way queued before them comes first
+        catalog = session.catalog
+        rows = executor.rows
+        for ops in sliced_tables(parts):  # type: ignore[arg-type]
+            table = catalog.get((ops.schema, ops.table))
+            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
+                raise _NotPrepared(f"{ops.schema}.{ops.table}")
+            rows.apply_ops(table, rows.key_positions(table), for_slave(ops, table), ops.rows)
+
+    def _read_again(self, job: Job) -> None:
+        """A prepared job becomes the transaction as the ordinary reader reads it."""
+        txn = job.txn
+        reader = _read_chunks(self.logs, txn.start.log_name, txn.start.pos)
+        try:
+            for chunk in reader:
+                for item in chunk:
+                    if isinstance(item, Transaction) and item.end == txn.end:
+                        job.txn, job.run = item, None
+                        with self._lock:
+                            self.stats.runs_read_again += 1
+                        return
+        finally:
+            reader.close()
+        raise ChannelError(
+            self.channel,
+            ER_UNKNOWN_ERROR,
+            "the relay log no longer holds the prepared transaction",
+            txn.describe(),
+            str(txn.start),
+        )
 
     def _release(self, batch: list[Job]) -> None:
         with self._lock:

@@ -12,9 +12,11 @@ here needs the slave: conversions that depend on the slave's definitions happen 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -101,6 +103,7 @@ class PreparedRun:
     # each transaction's writeset (the hashes of its rows' keys), when the task was given the keys;
     # None for a transaction on a table with no key or one the keys did not know
     writesets: list[tuple[int, ...] | None] | None = None
+    writeset_version: int | None = None  # the version of the keys they were hashed with
 
     def __getstate__(self) -> tuple[Any, ...]:
         # Handed from a worker process to the applier column-wise: pickling thousands of named
@@ -131,6 +134,7 @@ class PreparedRun:
             self.gtids,
             self.op_starts,
             self.writesets,
+            self.writeset_version,
         )
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
@@ -142,6 +146,7 @@ class PreparedRun:
             self.gtids,
             self.op_starts,
             self.writesets,
+            self.writeset_version,
         ) = state
         gtid, start_file, start_pos, end_file, end_pos, *rest = columns
         starts = map(Position, start_file, start_pos)
@@ -421,6 +426,7 @@ class _RunBuilder:
             self.gtids,
             self.op_starts,
             self.writesets if self.keys is not None else None,
+            self.keys.version if self.keys is not None else None,
         )
 
 
@@ -639,68 +645,6 @@ def _prepare(
     return PreparedSegment(segment.number, items, continuity=continuity)
 
 
-def can_follow(runs: list[PreparedRun], following: PreparedRun) -> bool:
-    """Whether `following` (next in the relay log) can be applied together with `runs`: the tables
-    they share were logged with the same columns (no DDL between them changed a definition)."""
-    columns = {(t.schema, t.table): t.columns for run in runs for t in run.tables}
-    for ops in following.tables:
-        known = columns.get((ops.schema, ops.table))
-        if known is not None and known != ops.columns:
-            return False
-    return True
-
-
-def merge_runs(runs: list[PreparedRun]) -> PreparedRun:
-    """Consecutive runs (each can_follow the one before) as one: their transactions in order, each
-    table's operations concatenated and renumbered so that seq keeps the relay log's order.
-
-    Why: the applier's cost per run is mostly per statement and per commit, not per row, so runs
-    that are ready together are cheaper applied together.
-    """
-    if len(runs) == 1:
-        return runs[0]
-    parts: dict[tuple[str, str], list[TableOps]] = {}
-    transactions: list[RunTransaction] = []
-    op_starts: list[int] = []
-    with_writesets = all(run.writesets is not None for run in runs)
-    writesets: list[tuple[int, ...] | None] = []
-    gtids = GtidBatch()
-    offset = 0
-    for run in runs:
-        transactions.extend(run.transactions)
-        op_starts.extend(start + offset for start in run.op_starts)
-        if with_writesets:
-            writesets.extend(run.writesets)  # type: ignore[arg-type]
-        gtids.extend(run.gtids)
-        for ops in run.tables:
-            data = ops.ops
-            if offset:
-                data = data.set_column(0, "seq", pc.add(data.column(0), pa.scalar(offset, pa.int64())))
-            parts.setdefault((ops.schema, ops.table), []).append(
-                TableOps(ops.schema, ops.table, ops.columns, data, ops.rows)
-            )
-        offset += run.operations
-    tables = [
-        TableOps(
-            group[0].schema,
-            group[0].table,
-            group[0].columns,
-            pa.concat_tables([g.ops for g in group]),
-            sum(g.rows for g in group),
-        )
-        for group in parts.values()
-    ]
-    return PreparedRun(
-        transactions,
-        tables,
-        sum(r.row_changes for r in runs),
-        offset,
-        gtids,
-        op_starts,
-        writesets if with_writesets else None,
-    )
-
-
 def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:
     """A run's operations on one table with its columns converted for the slave's definitions."""
     data = ops.ops
@@ -708,3 +652,49 @@ def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:
     for i, info in enumerate(ops.columns):
         arrays.append(for_target(data.column(3 + i), info, table, i))
     return pa.Table.from_arrays(arrays, names=data.column_names)
+
+
+def sliced_tables(parts: Sequence[tuple[PreparedRun, int, int]]) -> list[TableOps]:
+    """The operations of transactions first … end - 1 of each (run, first, end), per table, in
+    one order across them (seq renumbered from 0): what a worker applies in one DuckDB
+    transaction. The scheduler may give a worker any transactions of a run, not only whole runs.
+
+    Why one table of operations per table: the applier's cost is mostly per statement, not per
+    row, so everything a batch holds for a table goes in the same few statements."""
+    groups: dict[tuple[str, str], list[TableOps]] = {}
+    base = 0
+    for run, first, end in parts:
+        first_op = run.op_starts[first]
+        end_op = run.op_starts[end] if end < len(run.op_starts) else run.operations
+        whole = first == 0 and end == len(run.transactions)
+        for ops in run.tables:
+            data = ops.ops
+            rows = ops.rows
+            if not whole:
+                seq = data.column(0).to_numpy()  # ascending: operations are numbered in log order
+                low, high = (int(i) for i in np.searchsorted(seq, (first_op, end_op)))
+                if low == high:
+                    continue
+                data = data.slice(low, high - low)
+                rows = data.num_rows - data.column(2).null_count  # an UPDATE is two operations
+            if base != first_op:
+                data = data.set_column(
+                    0, "seq", pc.add(data.column(0), pa.scalar(base - first_op, pa.int64()))
+                )
+            group = groups.setdefault((ops.schema, ops.table), [])
+            if group and group[0].columns != ops.columns:
+                raise ValueError(f"{ops.schema}.{ops.table} was logged with other columns in between")
+            group.append(TableOps(ops.schema, ops.table, ops.columns, data, rows))
+        base += end_op - first_op
+    return [
+        group[0]
+        if len(group) == 1
+        else TableOps(
+            group[0].schema,
+            group[0].table,
+            group[0].columns,
+            pa.concat_tables([g.ops for g in group]),
+            sum(g.rows for g in group),
+        )
+        for group in groups.values()
+    ]

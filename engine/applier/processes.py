@@ -32,7 +32,7 @@ def prepared_chunks(
     executor: Executor,
     read_on: ReadOn,
     continuity: Continuity | None = None,
-    task: PrepareTask | None = None,
+    task: PrepareTask | Callable[[], PrepareTask] | None = None,
     segment_transactions: int | None = None,
     segment_bytes: int | None = None,
 ) -> Iterator[list[object]]:
@@ -44,13 +44,17 @@ def prepared_chunks(
     over to it there, so the error is reported exactly as the ordinary reader reports it. So does
     a segment whose task failed otherwise: what it held is read the ordinary way.
 
+    task: what each segment is prepared with, or a function giving the one to use for the next
+    segment submitted (the keys of the writesets change with the slave's definitions).
+
     continuity: the check of the stream before start_pos. Each task checks its segment; here
     each segment's start is checked against the end of the one before, so the whole stream is
     checked as one reader checks it, and a discontinuity stops it after what precedes it.
     """
     segment_transactions = segment_transactions or SEGMENT_TRANSACTIONS
     segment_bytes = segment_bytes or SEGMENT_BYTES
-    task = task or PrepareTask(segment_transactions)
+    current_task = task if callable(task) else None
+    first_task = current_task() if current_task is not None else task or PrepareTask(segment_transactions)
     # a short first segment: the applier has nothing to do until one is prepared
     segments = plan_segments(
         logs,
@@ -61,13 +65,15 @@ def prepared_chunks(
         segment_bytes,
         segment_bytes // FIRST_SEGMENT_FRACTION if segment_bytes else None,
     )
-    pipeline: SegmentPipeline[PreparedSegment] = SegmentPipeline(executor, task, segments)
+    pipeline: SegmentPipeline[PreparedSegment] = SegmentPipeline(executor, first_task, segments)
     try:
         while pipeline:
             ready = [pipeline.take()]
             while pipeline.ready() and isinstance(ready[-1], PreparedSegment):
                 ready.append(pipeline.take())
             # before the applier takes this chunk, not after: the executor keeps busy meanwhile
+            if current_task is not None:
+                pipeline.task = current_task()
             pipeline.refill()
             items: list[object] = []
             for prepared in ready:

@@ -24,7 +24,6 @@ from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError, RelaydeckError
 from ..gtids import ExecutedGtids, GtidSet
-from ..pool import Executor
 from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
@@ -36,8 +35,6 @@ from ..transactions import Incomplete, Transaction, TransactionAssembler, Transa
 from .budget import DEFAULT_BUDGET, ByteBudget
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural, locate_invalid_string
-from .prepare import PreparedRun, can_follow, for_slave, merge_runs
-from .processes import prepared_chunks
 
 ER_UNKNOWN_ERROR = 1105
 ER_INCIDENT = 1590
@@ -278,8 +275,8 @@ class ApplyStats:
     bytes: int = 0
     commits: int = 0
     stopped_by: str = "end of relay log"
-    prepared_runs: int = 0  # runs a worker process prepared, applied as prepared (the process pool)
-    runs_read_again: int = 0  # prepared runs that went the ordinary way instead
+    prepared_runs: int = 0  # runs the preparing stage prepared, scheduled as prepared (parallel applier)
+    runs_read_again: int = 0  # prepared runs or transactions that went the ordinary way instead
     started: float = field(default_factory=time.monotonic)
 
 
@@ -302,13 +299,9 @@ class ChannelApplier:
         controls: StartControls | None = None,
         follow: bool = False,
         on_commit: CommitCallback | None = None,
-        pool: Executor | None = None,
     ) -> None:
-        """follow: keep applying as the relay logs grow, until stop (`relaydeck replay --follow`).
-        pool: worker processes that read and decode segments of the relay log ahead (the process
-        pool, see processes.py); None: this thread reads everything itself."""
+        """follow: keep applying as the relay logs grow, until stop (`relaydeck replay --follow`)."""
         self.slave = slave
-        self.pool = pool
         self.follow = follow
         self.on_commit = on_commit
         self.controls = controls or StartControls()
@@ -375,20 +368,6 @@ class ChannelApplier:
                         continue
                     if type(item) is Incomplete:
                         self._abandon_stream()  # the source abandoned it: MySQL rolls it back
-                    if type(item) is PreparedRun:
-                        self._commit(batch)
-                        batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
-                        item = self._merge_ready(item, work)
-                        if self._apply_run(item):
-                            self.stats.prepared_runs += 1
-                            if self.on_progress is not None:
-                                self.on_progress(self.stats, item)
-                        else:
-                            self.stats.runs_read_again += 1
-                            read_again = self._read_run(item)
-                            self.budget.take(sum([_held_size(i) for i in read_again]))
-                            work.extendleft(reversed(read_again))
-                        continue
                     if isinstance(item, Transaction):
                         if item.gtid:
                             if self._scheduled.contains(item.gtid):
@@ -466,14 +445,8 @@ class ChannelApplier:
         return self.stats
 
     def _reader(self, start_file: str | None) -> Iterator[list[object]]:
-        """Worker processes prepare the relay log ahead when there is a pool and nothing asks for
-        one transaction at a time (UNTIL, the skip counter, SQL_Delay) or for following."""
-        pos = self.progress.relay_log_pos
-        one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
-        if self.pool is None or self.follow or one_at_a_time:
-            follow = AnyEvent(self.stop) if self.follow else None
-            return self._read_from(start_file, pos, follow, self.continuity)
-        return prepared_chunks(self.logs, start_file, pos, self.pool, self._read_from, self.continuity)
+        follow = AnyEvent(self.stop) if self.follow else None
+        return self._read_from(start_file, self.progress.relay_log_pos, follow, self.continuity)
 
     def _read_from(
         self,
@@ -489,79 +462,6 @@ class ChannelApplier:
         return _read_chunks(
             self.logs, start_file, pos, follow, self.budget, parts=not one_at_a_time, continuity=continuity
         )
-
-    def _merge_ready(self, run: PreparedRun, work: deque[object]) -> PreparedRun:
-        """The run and the prepared runs right behind it, within the batch limits, as one."""
-        runs = [run]
-        transactions, rows = len(run.transactions), run.row_changes
-        while work:
-            following = work[0]
-            if type(following) is not PreparedRun or not can_follow(runs, following):
-                break
-            transactions += len(following.transactions)
-            rows += following.row_changes
-            if transactions > self.limits.transactions or rows > self.limits.row_changes:
-                break
-            runs.append(work.popleft())  # type: ignore[arg-type]
-        return merge_runs(runs)
-
-    def _apply_run(self, run: PreparedRun) -> bool:
-        """Apply a run prepared by a worker process as one DuckDB transaction. False: it goes the
-        ordinary way instead (a transaction of it was applied before, a table the slave does not
-        take set-based, an apply error — which the ordinary way narrows down and reports)."""
-        scheduled = self._scheduled
-        if run.gtids.any_in(scheduled):
-            return False
-        catalog = self.slave.catalog
-        rows = self.executor.rows
-        plan = []
-        for ops in run.tables:
-            table = catalog.get((ops.schema, ops.table))
-            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
-                return False
-            plan.append((table, ops))
-        executed = ExecutedGtids.parse(str(self.executed))
-        run.gtids.add_to(executed)
-        count = len(run.transactions)
-        first = self.progress.transactions + 1
-        progress = progress_after(self.progress, run.transactions[-1], str(executed), first + count - 1)  # type: ignore[arg-type]
-        self.slave.begin()
-        try:
-            for table, ops in plan:
-                rows.apply_ops(table, rows.key_positions(table), for_slave(ops, table), ops.rows)
-            self.slave.record_progress(progress)
-            self.slave.record_run(self.channel, first, run.transactions)
-            self.slave.commit()
-        except Exception:
-            self._rollback()
-            return False
-        except BaseException:
-            self._rollback()
-            raise
-        if self.on_commit is not None:
-            self.on_commit(run.transactions)  # type: ignore[arg-type]
-        run.gtids.add_to(scheduled)
-        self.progress, self.executed = progress, executed
-        stats = self.stats
-        stats.transactions += count
-        stats.commits += 1
-        stats.bytes += sum(t.size for t in run.transactions)
-        stats.row_changes = rows.rows_applied
-        return True
-
-    def _read_run(self, run: PreparedRun) -> list[object]:
-        """The run's transactions read the ordinary way, from the relay log."""
-        out: list[object] = []
-        reader = self._read_from(run.start.log_name, run.start.pos)
-        try:
-            for chunk in reader:
-                for item in chunk:
-                    out.append(item)
-                    if isinstance(item, Transaction) and item.end == run.end:
-                        return out
-        finally:
-            reader.close()
-        return out
 
     def _commit_behind(self, batch: list[Transaction]) -> None:
         """Hand a full batch to the committer thread (after the one before it is committed).

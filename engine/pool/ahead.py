@@ -27,7 +27,8 @@ class TaskFailed(Exception):
 
 class SegmentPipeline(Generic[R]):
     """Keeps up to `ahead` segments in flight on the executor; take() returns the oldest one's
-    result (a TaskFailed in its place when the task failed), ready() tells whether it is done."""
+    result (a TaskFailed in its place when the task failed), ready() tells whether it is done.
+    `task` may be replaced at any time: segments submitted from then on go with the new one."""
 
     def __init__(
         self,

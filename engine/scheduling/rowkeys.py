@@ -13,7 +13,7 @@ collation then always collide; the price is an occasional false dependency, neve
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -97,6 +97,9 @@ class WritesetKeys:
 
     tables: dict[tuple[str, str], KeyColumns | None]
     fold_case: bool  # lower_case_table_names: names are looked up in lower case
+    # which keys: the coordinator counts its changes, and uses a writeset only when it was
+    # hashed with the keys the slave has now
+    version: int = field(default=0, compare=False)
 
     def of(self, schema: str, name: str) -> KeyColumns | None:
         if self.fold_case:
@@ -104,13 +107,13 @@ class WritesetKeys:
         return self.tables.get((schema, name))
 
 
-def writeset_keys(catalog: Catalog) -> WritesetKeys:
+def writeset_keys(catalog: Catalog, version: int = 0) -> WritesetKeys:
     fold = catalog.lower_case_table_names != 0
     tables = {}
     for (schema, name), table in catalog.items():
         key = (schema.lower(), name.lower()) if fold else (schema, name)
         tables[key] = table_keys(table, catalog)
-    return WritesetKeys(tables, fold)
+    return WritesetKeys(tables, fold, version)
 
 
 def _row_hashes(images: RowImages, table: MysqlTable, catalog: Catalog, out: list[int]) -> bool:
