@@ -12,15 +12,11 @@ from __future__ import annotations
 import pickle
 from dataclasses import replace
 
-import pytest
-
 from engine.binlog.events import Query, RowsEvent, TableMap
 from engine.relaylog.index import read_index
 from engine.relaylog.stream import stream_events
 from engine.spark.analyze import read_channel
 from engine.spark.decode import (
-    LocalRowDecoder,
-    SparkRowDecoder,
     dumps_for_tasks,
     shipped_events,
     signed_hash,
@@ -53,43 +49,6 @@ def _assert_same(spark_result, local_result):
             assert images.before == want.before, (ordinal, index)
             assert images.after == want.after, (ordinal, index)
             assert images.columns == want.columns and images.table_map == want.table_map, (ordinal, index)
-
-
-@pytest.mark.parametrize("channel", ["m1", "m2"])
-def test_spark_prepare_equals_local_on_the_mariadb_fixture(spark, channel):  # noqa: F811
-    index = FIXTURE_INDEX[channel]
-    transactions = _transactions(index)
-    catalog = _final_catalog(index)
-    local = LocalRowDecoder().prepare(transactions, catalog)
-    decoder = SparkRowDecoder(spark)
-    result = decoder.prepare(transactions, catalog)
-    _assert_same(result, local)
-    # the comparison is not vacuous: most transactions hash, and rows were decoded
-    assert sum(1 for hashes, _ in result if hashes) > len(result) * 0.9
-    assert sum(images.count for _, decoded in result for images in decoded.values()) > 500
-    timings = decoder.last_timings
-    assert timings.transactions == len(transactions) and timings.payload_bytes > 0
-    assert timings.task_writeset_s > 0 and timings.spark_job_s > timings.task_writeset_s / timings.tasks
-
-
-def test_spark_prepare_equals_local_on_a_generated_workload(spark):  # noqa: F811
-    index = generated_index("mixed")
-    transactions = _transactions(index)
-    catalog = _final_catalog(index)
-    # small batches: several per task, and transactions of one batch never mixed with another's
-    decoder = SparkRowDecoder(spark, batch_transactions=7)
-    result = decoder.prepare(transactions, catalog)
-    _assert_same(result, LocalRowDecoder().prepare(transactions, catalog))
-    assert decoder.last_timings.batches == -(-len(transactions) // 7)
-    assert any(hashes for hashes, _ in result) and any(hashes is None for hashes, _ in result)
-
-
-def test_no_transactions_need_no_spark_job():
-    class NoSpark:
-        def __getattr__(self, name: str) -> object:
-            raise AssertionError(f"Spark was used ({name})")
-
-    assert SparkRowDecoder(NoSpark()).prepare([], _final_catalog(FIXTURE_INDEX["m2"])) == []  # type: ignore[arg-type]
 
 
 def test_what_travels_to_the_tasks_pickles_and_comes_back_equal():

@@ -413,9 +413,18 @@ class ParallelApplier:
         self.stats.prepared_runs += 1
         applied_before = run.gtids.any_in(self._scheduled)
         keys = self._keys
-        writesets = None  # none, or hashed with keys the slave no longer has: in order
-        if keys is not None and run.writeset_version == keys.version:
-            writesets = run.writesets
+        writesets = run.writesets if keys is not None else None
+        if keys is not None and run.writeset_version != keys.version:
+            # hashed with keys the slave no longer has (a DDL came between): hashed again here,
+            # from the relay log, with the keys it has now (only the runs in flight at a DDL)
+            again = self._read_run(run)
+            if len(again) == len(run.transactions):
+                writesets = []
+                for txn in again:
+                    hashes, _ = transaction_writeset(txn, catalog)
+                    writesets.append(tuple(hashes) if hashes else None)
+            else:
+                writesets = None  # cannot happen with an unchanged relay log: in order, then
         for index, txn in enumerate(run.transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # a run holds thousands: STOP waits for what was assigned, not for the run

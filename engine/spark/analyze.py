@@ -271,7 +271,7 @@ class _WritesetJob:
         batches = [b for r in reads for b in r.batches]
         catalogs = [c for r in reads for c in r.catalogs]
         payloads = payload_table(batches, tasks_for(spark, len(batches)))
-        self._frame, self._broadcast = writeset_frame(spark, payloads, catalogs, with_images=False)
+        self._frame, self._broadcast = writeset_frame(spark, payloads, catalogs)
         self._frame = self._frame.select("stream", "key", "hashes").persist()
         self._keys: DataFrame | None = None
 
