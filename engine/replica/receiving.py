@@ -3,7 +3,9 @@
 It connects with master_info's SOURCE_HOST, SOURCE_PORT, SOURCE_USER and SOURCE_PASSWORD, writes
 into the channel's relay logs (RELAY_LOG's folder and base name), starts where the receiver last
 recorded its position, else at SOURCE_LOG_FILE/SOURCE_LOG_POS, else after what the relay logs
-hold or at the source's first binary log. Its errors go to Last_IO_Errno/Last_IO_Error.
+hold or at the source's first binary log. It reconnects per SOURCE_CONNECT_RETRY and
+SOURCE_RETRY_COUNT, and takes silence for twice SOURCE_HEARTBEAT_PERIOD as a dead connection. Its
+errors go to Last_IO_Errno/Last_IO_Error.
 """
 
 from __future__ import annotations
@@ -55,7 +57,16 @@ class ReceiverRun(threading.Thread):
         try:
             receive(
                 account,
-                ReceiverSettings(self.channel, directory, relay_log_base=base),
+                ReceiverSettings(
+                    self.channel,
+                    directory,
+                    relay_log_base=base,
+                    heartbeat_period=float(mi.get("Heartbeat") if mi.get("Heartbeat") is not None else 30.0),
+                    connect_retry=float(
+                        mi.get("Connect_retry") if mi.get("Connect_retry") is not None else 60
+                    ),
+                    retry_count=int(mi.get("Retry_count") if mi.get("Retry_count") is not None else 86400),
+                ),
                 start=start,
                 until_caught_up=not self.follow,
                 should_stop=self.stop.is_set,

@@ -1,0 +1,159 @@
+"""The receiver when things go wrong, against a real MariaDB source: the source restarting or gone,
+a connection that stalls, wrong passwords, unknown hosts, purged binlogs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from engine.replica.server import ReplicaServer
+from tests.test_receiver import (
+    assert_same_tables,
+    gtid_binlog_pos,
+    relay_events,
+    replay,
+    source_binlog_end,
+    write_load,
+)
+
+
+@pytest.fixture(scope="module")
+def restartable_source(tmp_path_factory):
+    """A MariaDB server of this module's own, which its tests stop and start again."""
+    from tests.mariadb_server import ServerUnavailable, start_server
+
+    try:
+        server = start_server(tmp_path_factory.mktemp("restartable"))
+    except ServerUnavailable as exc:
+        pytest.skip(f"no MariaDB server to replicate from: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def io_status(replica: ReplicaServer, channel: str) -> dict:
+    result = replica.execute(f"SHOW REPLICA STATUS FOR CHANNEL '{channel}'")
+    return dict(zip(result.columns, result.rows[0], strict=True))
+
+
+def change_source(replica: ReplicaServer, channel: str, host: str, port: int, password: str, relay: Path,
+                  **options: object) -> None:  # fmt: skip
+    extra = "".join(f", {name} = {value}" for name, value in options.items())
+    replica.execute(
+        f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '{host}', SOURCE_PORT = {port}, SOURCE_USER = 'repl', "
+        f"SOURCE_PASSWORD = '{password}', RELAY_LOG = '{relay}/relay-bin'{extra} FOR CHANNEL '{channel}'"
+    )
+
+
+def caught_up(replica: ReplicaServer, channel: str, server) -> bool:
+    status = io_status(replica, channel)
+    return (status["Source_Log_File"], status["Read_Source_Log_Pos"]) == source_binlog_end(server)
+
+
+def writes_until_refused(server, database: str, seed: int) -> threading.Thread:
+    """Transactions one after another until the source refuses them (it was shut down)."""
+
+    def run() -> None:
+        for batch in range(1000):
+            try:
+                write_load(server, database, 3, seed=seed + batch)
+            except pymysql.err.MySQLError:
+                return
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_source_restart_mid_stream_is_reconnected_and_replays_exactly(restartable_source, tmp_path):
+    """The source shuts down while written to and received from: the receiver shows that it is
+    reconnecting (Connecting, 2003), connects again once the source is back, goes on after the last
+    whole transaction it had; the relay logs replay into exactly the source's tables."""
+    server = restartable_source
+    file, pos = source_binlog_end(server)  # before the tables are created
+    write_load(server, "restart1", 5, seed=31)
+    relay = tmp_path / "relay"
+    (tmp_path / "rx").mkdir()
+    replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
+    try:
+        change_source(replica, "r", server.host, server.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos, SOURCE_CONNECT_RETRY=1,
+                      SOURCE_RETRY_COUNT=120)  # fmt: skip
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'r'")
+        writer = writes_until_refused(server, "restart1", seed=1000)
+        wait_for(lambda: io_status(replica, "r")["Retrieved_Gtid_Set"] != "", 30, "the first transactions")
+        time.sleep(0.5)
+        server.stop()  # mid-stream: the writer is still writing
+        writer.join()
+        wait_for(lambda: io_status(replica, "r")["Replica_IO_Running"] == "Connecting", 30, "reconnecting")
+        wait_for(lambda: io_status(replica, "r")["Last_IO_Errno"] == 2003, 30, "a failed reconnection")
+        status = io_status(replica, "r")
+        assert "error reconnecting to source 'repl@127.0.0.1:" in status["Last_IO_Error"]
+        assert server.repl_password not in str(status)
+
+        server.start_again()
+        write_load(server, "restart1", 20, seed=2000)
+        wait_for(lambda: caught_up(replica, "r", server), 60, "the receiver to catch up after the restart")
+        status = io_status(replica, "r")
+        assert status["Replica_IO_Running"] == "Yes" and status["Last_IO_Errno"] == 0
+        assert status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+        replica.execute("STOP REPLICA IO_THREAD FOR CHANNEL 'r'")
+    finally:
+        replica.close()
+        if server.process.poll() is not None:
+            server.start_again()
+    index = relay / "relay-bin-r.index"
+    assert len(index.read_text().splitlines()) >= 2  # the reconnection opened a relay file of its own
+    done = replay(tmp_path, "r", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(server, tmp_path / "slave.duckdb", "restart1")
+
+
+def test_a_source_gone_for_good_stops_the_receiver_after_its_retries(restartable_source, tmp_path):
+    """SOURCE_RETRY_COUNT attempts SOURCE_CONNECT_RETRY seconds apart, then the IO thread stops with
+    the last attempt's error; what it received before stays recorded."""
+    server = restartable_source
+    write_load(server, "gone1", 5, seed=41)
+    file, pos = source_binlog_end(server)
+    relay = tmp_path / "relay"
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=True)
+    try:
+        change_source(replica, "g", server.host, server.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos, SOURCE_CONNECT_RETRY=1,
+                      SOURCE_RETRY_COUNT=3)  # fmt: skip
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'g'")
+        write_load(server, "gone1", 10, seed=42)
+        wait_for(lambda: caught_up(replica, "g", server), 30, "the receiver to catch up")
+        received = gtid_binlog_pos(server)
+        server.stop()
+        gone_at = time.monotonic()
+        wait_for(lambda: not replica.receiving("g"), 30, "the receiver to give up")
+        took = time.monotonic() - gone_at
+        status = io_status(replica, "g")
+    finally:
+        replica.close()
+        server.start_again()
+    assert 2 <= took < 20, f"3 attempts 1 s apart took {took:.1f} s"
+    assert status["Replica_IO_Running"] == "No" and status["Replica_IO_State"] == ""
+    assert status["Last_IO_Errno"] == 2003
+    assert (
+        "error reconnecting to source" in status["Last_IO_Error"] and "retries: 3" in status["Last_IO_Error"]
+    )
+    assert status["Retrieved_Gtid_Set"] == received
+    gtids = [
+        e["info"].split()[-1] for e in relay_events(relay / "relay-bin-g.index") if e["event_type"] == "Gtid"
+    ]
+    assert gtids[-1] == received
