@@ -157,3 +157,44 @@ def test_a_source_gone_for_good_stops_the_receiver_after_its_retries(restartable
         e["info"].split()[-1] for e in relay_events(relay / "relay-bin-g.index") if e["event_type"] == "Gtid"
     ]
     assert gtids[-1] == received
+
+
+def test_a_stalled_connection_is_noticed_by_the_heartbeat_and_replaced(mariadb_source, tmp_path):
+    """Through a proxy that stops forwarding without closing anything: the source's heartbeats keep
+    an idle connection alive, silence for twice SOURCE_HEARTBEAT_PERIOD counts as a dead connection,
+    the receiver connects again and goes on; the tables are exact."""
+    from tests.stalling_proxy import StallingProxy
+
+    server = mariadb_source
+    file, pos = source_binlog_end(server)
+    proxy = StallingProxy(server.host, server.port)
+    relay = tmp_path / "relay"
+    (tmp_path / "rx").mkdir()
+    replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
+    try:
+        change_source(replica, "hb", "127.0.0.1", proxy.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos, SOURCE_HEARTBEAT_PERIOD=1,
+                      SOURCE_CONNECT_RETRY=1)  # fmt: skip
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'hb'")
+        write_load(server, "stall1", 10, seed=51)
+        wait_for(lambda: caught_up(replica, "hb", server), 30, "the receiver to catch up")
+        time.sleep(3.5)  # idle for more than two periods: the heartbeats keep the connection
+        assert proxy.connections == 1
+
+        proxy.stall()
+        stalled_at = time.monotonic()
+        write_load(server, "stall1", 10, seed=52)  # sent into the stalled connection, never delivered
+        wait_for(lambda: proxy.connections == 2, 30, "a new connection")
+        noticed = time.monotonic() - stalled_at
+        wait_for(lambda: caught_up(replica, "hb", server), 30, "the receiver to catch up again")
+        assert io_status(replica, "hb")["Replica_IO_Running"] == "Yes"
+        replica.execute("STOP REPLICA IO_THREAD FOR CHANNEL 'hb'")
+    finally:
+        replica.close()
+        proxy.close()
+    # two periods of silence since the last packet, which came up to a period before the stall
+    assert 0.9 <= noticed < 8, f"the stall was noticed after {noticed:.1f} s (heartbeat period 1 s)"
+    assert proxy.connections == 2
+    done = replay(tmp_path, "hb", relay / "relay-bin-hb.index")
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(server, tmp_path / "slave.duckdb", "stall1")
