@@ -198,3 +198,142 @@ def test_a_stalled_connection_is_noticed_by_the_heartbeat_and_replaced(mariadb_s
     done = replay(tmp_path, "hb", relay / "relay-bin-hb.index")
     assert done.returncode == 0, done.stderr
     assert_same_tables(server, tmp_path / "slave.duckdb", "stall1")
+
+
+def receive_argv(server, relay_dir: Path, channel: str, *options: str) -> list[str]:
+    return ["receive", "--host", server.host, "--port", str(server.port), "--user", "repl", "--channel", channel,
+            "--relay-dir", str(relay_dir), *options]  # fmt: skip
+
+
+def test_an_unknown_host_is_error_2005(mariadb_source, tmp_path, capsys):
+    import io
+
+    from console.cli import main
+
+    # a space makes the name one the resolver refuses itself, so no DNS query leaves the machine
+    argv = receive_argv(mariadb_source, tmp_path / "relay", "h", "--host", "unknown source.invalid",
+                        "--connect-retry", "0.1", "--retry-count", "2", "--repository", str(tmp_path / "repo.sqlite"))  # fmt: skip
+    assert main(argv, out=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert err.count("ERROR 2005") == 2  # the retried attempt, then the last one
+    assert "Unknown MySQL server host 'unknown source.invalid'" in err
+    status = replica_status_of(tmp_path / "repo.sqlite", "h")
+    assert status["Last_IO_Errno"] == "2005" and "retries: 2" in status["Last_IO_Error"]
+
+
+def replica_status_of(repo: Path, channel: str) -> dict[str, str]:
+    from tests.test_receiver import replica_status
+
+    return replica_status(repo, channel)
+
+
+def test_a_wrong_password_is_1045_retried_and_never_shown(mariadb_source, tmp_path):
+    """1045 is retried per SOURCE_CONNECT_RETRY / SOURCE_RETRY_COUNT (Replica_IO_Running: Connecting
+    meanwhile); the password is in no error, status or log line; the right one then connects."""
+    import io
+    import json
+    import subprocess
+    import sys
+
+    from console.cli import main
+
+    wrong = "Wr0ng-pa55word-4417"
+    relay = tmp_path / "relay"
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=True)
+    try:
+        change_source(replica, "pw", mariadb_source.host, mariadb_source.port, wrong, relay,
+                      SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=3)  # fmt: skip
+        began = time.monotonic()
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'pw'")
+        wait_for(lambda: io_status(replica, "pw")["Last_IO_Errno"] == 1045, 20, "the first refusal")
+        retrying = io_status(replica, "pw")
+        wait_for(lambda: not replica.receiving("pw"), 30, "the receiver to give up")
+        took = time.monotonic() - began
+        stopped = io_status(replica, "pw")
+        shown = [retrying, stopped]
+
+        change_source(
+            replica, "pw", mariadb_source.host, mariadb_source.port, mariadb_source.repl_password, relay
+        )
+        write_load(mariadb_source, "pw1", 3, seed=61)
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'pw'")
+        wait_for(lambda: caught_up(replica, "pw", mariadb_source), 30, "the receiver with the right password")
+        connected = io_status(replica, "pw")
+    finally:
+        replica.close()
+    assert (
+        retrying["Replica_IO_Running"] == "Connecting"
+        and retrying["Replica_IO_State"] == "Connecting to source"
+    )
+    assert "Access denied for user 'repl'" in retrying["Last_IO_Error"]
+    assert stopped["Replica_IO_Running"] == "No" and stopped["Last_IO_Errno"] == 1045
+    assert "retries: 3" in stopped["Last_IO_Error"] and 2 <= took < 20
+    assert connected["Last_IO_Errno"] == 0 and connected["Replica_IO_Running"] == "Yes"
+
+    # the command line: each retried attempt is a log line on stderr, then the error
+    cli = subprocess.run(
+        [sys.executable, "-m", "console.cli", *receive_argv(mariadb_source, tmp_path / "relay2", "pw2",
+         "--connect-retry", "0.2", "--retry-count", "2", "--repository", str(tmp_path / "repo2.sqlite"))],
+        env={**__import__("os").environ, "RELAYDECK_SOURCE_PASSWORD": wrong},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cli.returncode == 1
+    assert "ERROR 1045" in cli.stderr and "trying again in 0.2 s" in cli.stderr
+    out = io.StringIO()
+    assert main(["status", "--json", "--repository", str(tmp_path / "repo.sqlite")], out=out) == 0
+    texts = [
+        str(shown),
+        cli.stdout,
+        cli.stderr,
+        out.getvalue(),
+        json.dumps(replica_status_of(tmp_path / "repo2.sqlite", "pw2")),
+    ]
+    assert not [text for text in texts if wrong in text]
+    assert wrong not in (tmp_path / "repo2.sqlite").read_bytes().decode("latin-1")  # receive never stores it
+
+
+def test_purged_binlogs_are_1236_at_once(restartable_source, tmp_path, capsys):
+    """A position or a GTID whose binlogs the source purged: error 1236, fatal (no retries)."""
+    import io
+
+    from console.cli import main
+
+    server = restartable_source
+    write_load(server, "purged1", 3, seed=71)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        first = cur.fetchall()[0][0]
+        cur.execute("FLUSH BINARY LOGS")
+        deadline = time.monotonic() + 30
+        while True:  # a binlog is kept until the engines' checkpoint has passed it
+            cur.execute("SHOW MASTER STATUS")
+            cur.execute(f"PURGE BINARY LOGS TO '{cur.fetchone()[0]}'")
+            cur.execute("SHOW BINARY LOGS")
+            if first not in [row[0] for row in cur.fetchall()]:
+                break
+            assert time.monotonic() < deadline, f"{first} could not be purged"
+            time.sleep(0.2)
+    relay = tmp_path / "relay"
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=True)
+    try:
+        change_source(replica, "p", server.host, server.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{first}'", SOURCE_LOG_POS=4, SOURCE_CONNECT_RETRY=1,
+                      SOURCE_RETRY_COUNT=100)  # fmt: skip
+        began = time.monotonic()
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'p'")
+        wait_for(lambda: not replica.receiving("p"), 20, "the receiver to stop")
+        took = time.monotonic() - began
+        status = io_status(replica, "p")
+    finally:
+        replica.close()
+    assert took < 5  # not retried
+    assert status["Last_IO_Errno"] == 1236 and status["Replica_IO_Running"] == "No"
+    assert status["Last_IO_Error"].startswith(
+        "Got fatal error 1236 from source when reading data from binary log: 'Could not find first log file"
+    )
+
+    argv = [*receive_argv(server, tmp_path / "relay-g", "pg", "--from-gtid", "0-1-1"), "--password",
+            server.repl_password, "--connect-retry", "1"]  # fmt: skip
+    assert main(argv, out=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert "ERROR 1236: Got fatal error 1236 from source" in err and "purged" in err
