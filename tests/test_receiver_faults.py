@@ -17,7 +17,9 @@ from tests.test_receiver import (
     gtid_binlog_pos,
     relay_events,
     replay,
+    slave_rows,
     source_binlog_end,
+    source_rows,
     write_load,
 )
 
@@ -101,6 +103,10 @@ def test_a_source_restart_mid_stream_is_reconnected_and_replays_exactly(restarta
         wait_for(lambda: io_status(replica, "r")["Replica_IO_Running"] == "Connecting", 30, "reconnecting")
         wait_for(lambda: io_status(replica, "r")["Last_IO_Errno"] == 2003, 30, "a failed reconnection")
         status = io_status(replica, "r")
+        assert status["Replica_IO_State"] in (
+            "Waiting to reconnect after a failed source event read",
+            "Reconnecting after a failed source event read",
+        )
         assert "error reconnecting to source 'repl@127.0.0.1:" in status["Last_IO_Error"]
         assert server.repl_password not in str(status)
 
@@ -337,3 +343,46 @@ def test_purged_binlogs_are_1236_at_once(restartable_source, tmp_path, capsys):
     assert main(argv, out=io.StringIO()) == 1
     err = capsys.readouterr().err
     assert "ERROR 1236: Got fatal error 1236 from source" in err and "purged" in err
+
+
+def test_start_replica_runs_both_threads_of_a_channel_with_a_source(mariadb_source, tmp_path):
+    """START REPLICA starts the receiver and the applier of a channel with SOURCE_HOST and
+    SOURCE_USER (a SOURCE_HOST alone is a label: no receiver); Replica_IO_State says what the
+    receiver does; STOP REPLICA stops both."""
+    server = mariadb_source
+    file, pos = source_binlog_end(server)
+    relay = tmp_path / "relay"
+    (tmp_path / "rx").mkdir()
+    replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
+    try:
+        change_source(replica, "both", server.host, server.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos)  # fmt: skip
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'replica-host-label', RELAY_LOG = '{tmp_path}/other/relay-bin' "
+            "FOR CHANNEL 'label'"
+        )
+        assert io_status(replica, "both")["Replica_IO_State"] == ""
+        replica.execute("START REPLICA")
+        assert replica.receiving("both") and replica.running("both")
+        assert not replica.receiving("label") and replica.running("label")
+        write_load(server, "both1", 20, seed=81)
+        wait_for(
+            lambda: io_status(replica, "both")["Executed_Gtid_Set"] == gtid_binlog_pos(server), 60, "applied"
+        )
+        wait_for(lambda: caught_up(replica, "both", server), 30, "the position received recorded")
+        status = io_status(replica, "both")
+        assert status["Replica_IO_Running"] == "Yes" and status["Replica_SQL_Running"] == "Yes"
+        assert status["Replica_IO_State"] == "Waiting for source to send event"
+        assert status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+
+        replica.execute("STOP REPLICA")
+        assert not replica.receiving("both") and not replica.running("both") and not replica.running("label")
+        status = io_status(replica, "both")
+        assert status["Replica_IO_Running"] == "No" and status["Replica_SQL_Running"] == "No"
+        assert status["Replica_IO_State"] == ""
+    finally:
+        replica.close()
+    for table in ("items", "moves"):
+        assert slave_rows(tmp_path / "rx" / "slave.duckdb", "both1", table) == source_rows(
+            server, "both1", table
+        )

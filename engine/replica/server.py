@@ -8,7 +8,9 @@ channel it acts on and fails with MySQL's error numbers (engine/replica/errors.p
 Differences from MySQL a DBA should know:
 - START REPLICA IO_THREAD runs the channel's receiver (engine/replica/receiving.py) from
   SOURCE_HOST/PORT/USER/PASSWORD into RELAY_LOG's relay logs, until caught up (without follow)
-  or STOP REPLICA IO_THREAD; a START without IO_THREAD starts only the applier.
+  or STOP REPLICA IO_THREAD. START REPLICA starts it too for a channel with SOURCE_HOST and
+  SOURCE_USER (without follow, the applier starts once it caught up); a SOURCE_HOST alone is a
+  label of relay logs another replica writes. STOP REPLICA stops both.
 - RESET REPLICA never deletes relay-log files: they belong to the server that wrote them. It
   makes the channel read them from the start again. Executed GTIDs stay, as gtid_executed does
   on MySQL, so GTID transactions already applied are skipped.
@@ -414,6 +416,7 @@ class ReplicaServer:
     def _start(self, cmd: StartReplica) -> Result:
         warnings: list[Warning_] = []
         targets = start_targets(self.repository, cmd)
+        started: list[ReceiverRun] = []
         if "IO_THREAD" in cmd.threads:
             for name in targets:
                 if self.receiving(name):
@@ -425,11 +428,17 @@ class ReplicaServer:
                         f"The server is not configured as slave; fix in config file or with CHANGE "
                         f"REPLICATION SOURCE TO SOURCE_HOST{for_channel(name)}",
                     )
-                receiver = ReceiverRun(self.repository, name, Path(self._index_of(name)), follow=self.follow)
-                self._receivers[name.lower()] = receiver
-                receiver.start()
+                started.append(self._start_receiver(name))
             if "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
+        elif not cmd.threads:
+            # START REPLICA: both threads of a channel that has a source to connect to
+            for name in targets:
+                if _receives(self.repository, name) and not self.receiving(name):
+                    started.append(self._start_receiver(name))
+        if not self.follow:
+            for receiver in started:  # without follow, the applier applies what was received
+                receiver.join()
         until = _until(cmd.until)
         for name in targets:
             if self.running(name):
@@ -437,6 +446,12 @@ class ReplicaServer:
                 continue
             self._start_channel(name, cmd.until, until)
         return Result(warnings=warnings)
+
+    def _start_receiver(self, name: str) -> ReceiverRun:
+        receiver = ReceiverRun(self.repository, name, Path(self._index_of(name)), follow=self.follow)
+        self._receivers[name.lower()] = receiver
+        receiver.start()
+        return receiver
 
     def _start_channel(self, name: str, clause: UntilClause | None, until: Until | None) -> None:
         rli = self.repository.relay_log_info(name) or {}
@@ -470,13 +485,13 @@ class ReplicaServer:
 
     def _stop(self, cmd: StopReplica) -> Result:
         warnings: list[Warning_] = []
-        if "IO_THREAD" in cmd.threads:
+        if "IO_THREAD" in cmd.threads or not cmd.threads:
             receivers = [self._receivers[n.lower()] for n in self._targets(cmd.channel) if self.receiving(n)]
             for receiver in receivers:
                 receiver.stop.set()
             for receiver in receivers:  # it stops between transactions, at the next event or heartbeat
                 receiver.join()
-            if "SQL_THREAD" not in cmd.threads:
+            if cmd.threads and "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
         stopping = []
         for name in self._targets(cmd.channel):
@@ -658,6 +673,13 @@ def start_targets(repository: Repository, cmd: StartReplica) -> list[str]:
     if not _relay_log_index(repository, name):
         raise _not_configured(name)
     return [name]
+
+
+def _receives(repository: Repository, name: str) -> bool:
+    """Whether START REPLICA runs the channel's receiver too: it names a source to connect to
+    (SOURCE_HOST and SOURCE_USER). A SOURCE_HOST alone labels relay logs another replica writes."""
+    mi = repository.master_info(name) or {}
+    return bool(mi.get("Host") and mi.get("User_name"))
 
 
 def _relay_log_index(repository: Repository, name: str) -> str:
