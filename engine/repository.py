@@ -171,6 +171,7 @@ MASTER_INFO = _Table(
         _opt("Tls_ciphersuites"),
         _int("Source_connection_auto_failover"),
         _int("Gtid_only"),
+        _text("Using_gtid", "No"),  # MariaDB's MASTER_USE_GTID: No, Slave_Pos or Current_Pos
     ),
 )
 
@@ -532,6 +533,7 @@ class ChannelStatus:
     # the receiver (`relaydeck receive --repository`): replication_connection_status
     io_service_state: str = "OFF"  # ON, CONNECTING (retrying), OFF
     replica_io_state: str = ""  # Replica_IO_State
+    using_gtid: str = "No"  # MariaDB's Using_Gtid
     last_io_error_number: int = 0  # Last_IO_Errno
     last_io_error_message: str = ""  # Last_IO_Error
     last_io_error_timestamp: str = ZERO_TIMESTAMP  # Last_IO_Error_Timestamp
@@ -591,6 +593,7 @@ class ChannelStatus:
             "Retrieved_Gtid_Set": self.retrieved_gtid_set,
             "Executed_Gtid_Set": self.executed_gtid_set,
             "Channel_Name": self.channel_name,
+            "Using_Gtid": self.using_gtid,
         }
 
 
@@ -676,6 +679,7 @@ def _channel_status(
         started_at=stats.get("started_at"),
         updated_at=stats.get("updated_at"),
         io_service_state=io_service_state,
+        using_gtid=mi.get("Using_gtid") or "No",
         replica_io_state=(connection.get("IO_THREAD_STATE") or "") if io_service_state != "OFF" else "",
         last_io_error_number=connection.get("LAST_ERROR_NUMBER") or 0,
         last_io_error_message=connection.get("LAST_ERROR_MESSAGE") or "",
@@ -1061,8 +1065,9 @@ class Repository:
         self._update(CHANNEL_OPTIONS, name, options)
 
     def reset_channel(self, name: str) -> None:
-        """RESET REPLICA: forget where the channel is (positions, workers, errors, status), keep its
-        configuration (master_info, the relay-log location, its options)."""
+        """RESET REPLICA: forget where the channel is (positions, the source position received
+        included, workers, errors, status), keep its configuration (the source account, the
+        relay-log location, its options)."""
         name = _check_name(name)
         with self._write(f"reset channel {name!r}"):
             channel = self._canonical(name)
@@ -1072,6 +1077,8 @@ class Repository:
                 WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS, RECEIVER_INFO,
             ):  # fmt: skip
                 self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
+            # the source position received is forgotten too (the receiver starts afresh), not the account
+            self._upsert(MASTER_INFO, channel, {"Master_log_name": "", "Master_log_pos": 4})
             self._upsert(
                 RELAY_LOG_INFO,
                 channel,

@@ -386,3 +386,160 @@ def test_start_replica_runs_both_threads_of_a_channel_with_a_source(mariadb_sour
         assert slave_rows(tmp_path / "rx" / "slave.duckdb", "both1", table) == source_rows(
             server, "both1", table
         )
+
+
+def test_change_takes_the_retry_heartbeat_and_gtid_options(tmp_path):
+    from engine.replica.config import parse_config
+    from engine.replica.errors import CommandError
+
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=False)
+    try:
+        replica.execute(
+            "CHANGE MASTER TO MASTER_HOST = 'db1', MASTER_USER = 'repl', MASTER_USE_GTID = current_pos, "
+            "MASTER_CONNECT_RETRY = 5, MASTER_RETRY_COUNT = 7, MASTER_HEARTBEAT_PERIOD = 0.25, "
+            f"RELAY_LOG = '{tmp_path}/relay-bin' FOR CHANNEL 'o'"
+        )
+        mi = replica.repository.master_info("o")
+        assert (mi["Using_gtid"], mi["Connect_retry"], mi["Retry_count"], mi["Heartbeat"]) == (
+            "Current_Pos",
+            5,
+            7,
+            0.25,
+        )
+        assert io_status(replica, "o")["Using_Gtid"] == "Current_Pos"
+        for bad, errno in (
+            ("SOURCE_USE_GTID = 'sometimes'", 1210),
+            ("SOURCE_HEARTBEAT_PERIOD = -1", 1703),
+            ("SOURCE_HEARTBEAT_PERIOD = 4294968", 1703),
+            ("SOURCE_USE_GTID = slave_pos, SOURCE_LOG_FILE = 'b.000001', SOURCE_LOG_POS = 4", 1210),
+        ):
+            with pytest.raises(CommandError) as caught:
+                replica.execute(f"CHANGE REPLICATION SOURCE TO {bad} FOR CHANNEL 'o'")
+            assert caught.value.errno == errno, bad
+        replica.execute(
+            "CHANGE REPLICATION SOURCE TO SOURCE_LOG_FILE = 'b.000001', SOURCE_LOG_POS = 4 FOR CHANNEL 'o'"
+        )
+        assert replica.repository.master_info("o")["Using_gtid"] == "No"  # positioned by file and position
+
+        config = parse_config(
+            {"slave": "s.duckdb", "repository": "r.sqlite", "channels": {"live": {
+                "source_host": "127.0.0.1", "source_port": 3306, "source_user": "repl", "source_password": "secret",
+                "relay_log": "relay/relay-bin", "source_use_gtid": "slave_pos", "source_connect_retry": 2,
+                "source_retry_count": 3, "source_heartbeat_period": 0.5}}},
+            tmp_path, tmp_path / "serve.toml",
+        )  # fmt: skip
+        (change,) = config.channels
+        replica.execute(change)
+        mi = replica.repository.master_info("live")
+        assert (mi["Using_gtid"], mi["Connect_retry"], mi["Retry_count"], mi["Heartbeat"]) == (
+            "Slave_Pos",
+            2,
+            3,
+            0.5,
+        )
+    finally:
+        replica.close()
+
+
+def test_source_use_gtid_receives_after_the_executed_gtids(mariadb_source, tmp_path):
+    """SOURCE_USE_GTID = slave_pos: with no relay logs, the receiver asks the source for what
+    follows the GTIDs the channel applied (MariaDB's GTID dump); restarted, it goes on after what
+    its relay logs hold; nothing is received twice, the tables are exact."""
+    import shutil
+
+    server = mariadb_source
+    file, pos = source_binlog_end(server)
+    relay = tmp_path / "relay"
+    (tmp_path / "rx").mkdir()
+    replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
+
+    def applied_all() -> bool:
+        status = io_status(replica, "gt")
+        return status["Executed_Gtid_Set"] == status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+
+    try:
+        change_source(replica, "gt", server.host, server.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos)  # fmt: skip
+        replica.execute("START REPLICA FOR CHANNEL 'gt'")
+        write_load(server, "gtid1", 10, seed=91)
+        wait_for(applied_all, 60, "the first part applied")
+        replica.execute("STOP REPLICA FOR CHANNEL 'gt'")
+        executed = io_status(replica, "gt")["Executed_Gtid_Set"]
+
+        # the relay logs and the receiver's position gone, the executed GTIDs kept
+        replica.execute("RESET REPLICA FOR CHANNEL 'gt'")
+        shutil.rmtree(relay)
+        replica.execute(
+            "CHANGE REPLICATION SOURCE TO SOURCE_USE_GTID = slave_pos, SOURCE_HEARTBEAT_PERIOD = 0.5 FOR CHANNEL 'gt'"
+        )
+        write_load(server, "gtid1", 10, seed=92)
+        replica.execute("START REPLICA FOR CHANNEL 'gt'")
+        wait_for(applied_all, 60, "the second part applied")
+        assert io_status(replica, "gt")["Using_Gtid"] == "Slave_Pos"
+        replica.execute("STOP REPLICA FOR CHANNEL 'gt'")
+        write_load(server, "gtid1", 5, seed=93)
+        replica.execute("START REPLICA FOR CHANNEL 'gt'")
+        wait_for(applied_all, 60, "the third part applied")
+        replica.execute("STOP REPLICA FOR CHANNEL 'gt'")
+    finally:
+        replica.close()
+    gtids = [
+        e["info"].split()[-1] for e in relay_events(relay / "relay-bin-gt.index") if e["event_type"] == "Gtid"
+    ]
+    domain, server_id, seq = executed.split("-")
+    assert gtids[0] == f"{domain}-{server_id}-{int(seq) + 1}"  # right after the executed GTIDs
+    assert len(gtids) == len(set(gtids)) and gtids[-1] == gtid_binlog_pos(server)
+    for table in ("items", "moves"):
+        assert slave_rows(tmp_path / "rx" / "slave.duckdb", "gtid1", table) == source_rows(
+            server, "gtid1", table
+        )
+
+
+def test_serve_receives_and_applies_the_channels_of_its_configuration(mariadb_source, tmp_path):
+    """`relaydeck serve CONFIG.toml` with a channel naming its source: the receiver and the applier
+    run until SIGTERM, from the source's first binary log; status shows the source's GTIDs."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    server = mariadb_source
+    (tmp_path / "serve.toml").write_text(
+        'slave = "slave.duckdb"\nrepository = "repository.sqlite"\n[channels.live]\n'
+        f'source_host = "{server.host}"\nsource_port = {server.port}\nsource_user = "repl"\n'
+        f'source_password = "{server.repl_password}"\nrelay_log = "relay/relay-bin"\n'
+        "source_connect_retry = 1\nsource_heartbeat_period = 0.5\n"
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "serve", str(tmp_path / "serve.toml")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    try:
+        write_load(server, "serve1", 20, seed=101)
+        repository = tmp_path / "repository.sqlite"
+
+        def executed() -> str:
+            if not repository.exists():
+                return ""
+            said = subprocess.run(
+                [sys.executable, "-m", "console.cli", "status", "--repository", str(repository), "--channel",
+                 "live", "--json"], capture_output=True, text=True,
+            )  # fmt: skip
+            return json.loads(said.stdout)[0]["executed_gtid_set"] if said.returncode == 0 else ""
+
+        wait_for(
+            lambda: serve.poll() is not None or executed() == gtid_binlog_pos(server), 180, "serve to apply"
+        )
+        assert serve.poll() is None, serve.stderr.read() if serve.stderr else ""
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(60) == 0, serve.stderr.read() if serve.stderr else ""
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    assert (tmp_path / "relay" / "relay-bin-live.000001").exists()
+    assert server.repl_password not in serve.stdout.read() + serve.stderr.read()  # type: ignore[union-attr]
+    assert oct(os.stat(repository).st_mode & 0o777) == "0o600"
+    for table in ("items", "moves"):
+        assert slave_rows(tmp_path / "slave.duckdb", "serve1", table) == source_rows(server, "serve1", table)

@@ -26,6 +26,7 @@ nothing to send for a period, so only a connection that stalled is that quiet.
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
@@ -277,7 +278,7 @@ class _Receiver:
                     # after the last whole transaction: one cut short comes again from its start
                     start = self.tracker.committed
                     if gtid_start is not None:
-                        gtid_start = _gtids_after(gtid_start, self.tracker.retrieved_gtid_set())
+                        gtid_start = later_gtids(gtid_start, self.tracker.retrieved_gtid_set())
                     assert start is not None
                     self.tracker.restart_at(start)
             self.record()
@@ -306,9 +307,17 @@ class _Receiver:
         files, repository = self.files, self.repository
         recorded = None if repository is None else repository.received(self.settings.channel)
         if gtid_start is not None:
-            # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate)
-            cut_partial_tail(files)
-            return SourcePosition("", 4), gtid_start
+            # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate).
+            # It goes on after what the relay logs already hold, so nothing is received twice.
+            if resume_recorded(files, recorded) is not None:
+                held = recorded["retrieved_gtid_set"]  # type: ignore[index]
+            else:
+                cut_partial_tail(files)
+                in_relay_logs = StreamTracker()
+                resume_position(files, in_relay_logs)
+                held = in_relay_logs.retrieved_gtid_set()
+            self.tracker.load_retrieved(held)
+            return SourcePosition("", 4), later_gtids(gtid_start, held)
         if start is not None:
             cut_partial_tail(files)
             return start, None
@@ -489,12 +498,16 @@ class _Receiver:
         self._state("ON", io_state.REQUESTING_DUMP)
 
 
-def _gtids_after(start: str, retrieved: str) -> str:
-    """The GTID position to go on from: per domain, the last GTID received, else the one started after."""
-    position: dict[str, str] = {}
-    for gtid in filter(None, f"{start},{retrieved}".split(",")):
-        position[gtid.split("-", 1)[0]] = gtid
-    return ",".join(position.values())
+def later_gtids(*positions: str) -> str:
+    """MariaDB GTID positions ('domain-server-seq,…') combined: per domain, the later GTID."""
+    last: dict[int, tuple[int, int]] = {}
+    for position in positions:
+        for domain, server, seq in (
+            map(int, g.split("-")) for g in re.findall(r"(?<![\w:-])\d+-\d+-\d+(?![\w:-])", position)
+        ):
+            if domain not in last or seq > last[domain][1]:
+                last[domain] = (server, seq)
+    return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(last.items()))
 
 
 def _stopped(repository: Repository | None, channel: str, failure: ReceiverError | None) -> None:

@@ -35,12 +35,15 @@ def relay_base(index: Path, channel: str) -> tuple[Path, str] | None:
 class ReceiverRun(threading.Thread):
     """One START REPLICA IO_THREAD of one channel, until caught up (or STOP, with follow)."""
 
-    def __init__(self, repository: Repository, channel: str, index: Path, *, follow: bool) -> None:
+    def __init__(
+        self, repository: Repository, channel: str, index: Path, *, follow: bool, executed_gtids: str = ""
+    ) -> None:
         super().__init__(name=f"receiver-{channel}", daemon=True)
         self.repository = repository
         self.channel = channel
         self.index = index
         self.follow = follow
+        self.executed_gtids = executed_gtids  # the slave's, for SOURCE_USE_GTID
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -51,8 +54,13 @@ class ReceiverRun(threading.Thread):
         account = SourceAccount(mi.get("Host") or "", mi.get("Port") or 3306, mi.get("User_name") or "",
                                 mi.get("User_password") or "")  # fmt: skip
         directory, base = relay_base(self.index, self.channel) or (self.index.parent, "")
-        start = None
-        if self.repository.received(self.channel) is None and mi.get("Master_log_name"):
+        start = gtid_start = None
+        if mi.get("Using_gtid", "No") != "No":
+            # MariaDB's slave_pos: after the GTIDs the channel applied (receive() goes on after what
+            # the relay logs hold when they hold more). With no binary log of its own, a replica's
+            # current_pos is the same.
+            gtid_start = self.executed_gtids
+        elif self.repository.received(self.channel) is None and mi.get("Master_log_name"):
             start = SourcePosition(mi["Master_log_name"], mi.get("Master_log_pos") or 4)
         try:
             receive(
@@ -68,6 +76,7 @@ class ReceiverRun(threading.Thread):
                     retry_count=int(mi.get("Retry_count") if mi.get("Retry_count") is not None else 86400),
                 ),
                 start=start,
+                gtid_start=gtid_start,
                 until_caught_up=not self.follow,
                 should_stop=self.stop.is_set,
                 repository=self.repository,

@@ -80,11 +80,16 @@ _MASTER_INFO_OPTIONS = {
     "SOURCE_LOG_POS": ("Master_log_pos", "uint"),
     "SOURCE_CONNECT_RETRY": ("Connect_retry", "uint"),
     "SOURCE_RETRY_COUNT": ("Retry_count", "uint"),
-    "SOURCE_HEARTBEAT_PERIOD": ("Heartbeat", "uint"),
+    "SOURCE_HEARTBEAT_PERIOD": ("Heartbeat", "period"),
+    "SOURCE_USE_GTID": ("Using_gtid", "use_gtid"),  # MariaDB's MASTER_USE_GTID
     "SOURCE_AUTO_POSITION": ("Enabled_auto_position", "bool01"),
     "SOURCE_BIND": ("Bind", "string"),
     "SOURCE_PASSWORD": ("User_password", "string"),  # in the 0600 repository; never shown
 }
+# SOURCE_USE_GTID as MariaDB shows it (Using_Gtid); REPLICA_POS is MariaDB 11's word for SLAVE_POS
+_USE_GTID = {"SLAVE_POS": "Slave_Pos", "REPLICA_POS": "Slave_Pos", "CURRENT_POS": "Current_Pos", "NO": "No"}
+MAX_HEARTBEAT_PERIOD = 4294967  # seconds
+ER_SLAVE_HEARTBEAT_VALUE_OUT_OF_RANGE = 1703
 _RELAY_OPTIONS = {"RELAY_LOG_INDEX", "RELAY_LOG", "RELAY_LOG_FILE", "RELAY_LOG_POS"}
 _APPLIER_OPTIONS = {name.upper() for name, var in v.VARIABLES.items() if var.per_channel}
 CHANGE_OPTIONS = set(_MASTER_INFO_OPTIONS) | _RELAY_OPTIONS | _APPLIER_OPTIONS | {"SOURCE_DELAY"}
@@ -314,6 +319,14 @@ class ReplicaServer:
         for option, (column, kind) in _MASTER_INFO_OPTIONS.items():
             if option in options:
                 master_info[column] = _option_value(option, options[option], kind)
+        if master_info.get("Using_gtid", "No") != "No" and {"SOURCE_LOG_FILE", "SOURCE_LOG_POS"} & set(
+            options
+        ):
+            raise CommandError(
+                ER_WRONG_ARGUMENTS, "SOURCE_LOG_FILE/SOURCE_LOG_POS cannot be given with SOURCE_USE_GTID"
+            )
+        if {"SOURCE_LOG_FILE", "SOURCE_LOG_POS"} & set(options):
+            master_info["Using_gtid"] = "No"  # a file and position given: positioned by them, as MariaDB
         current = (self.repository.master_info(name) or {}) if exists else {}
         host = master_info.get("Host", current.get("Host"))
         port = master_info.get("Port", current.get("Port", 3306))
@@ -448,7 +461,11 @@ class ReplicaServer:
         return Result(warnings=warnings)
 
     def _start_receiver(self, name: str) -> ReceiverRun:
-        receiver = ReceiverRun(self.repository, name, Path(self._index_of(name)), follow=self.follow)
+        progress = self.slave.progress(name)
+        executed = progress.executed_gtids if progress is not None else ""
+        receiver = ReceiverRun(
+            self.repository, name, Path(self._index_of(name)), follow=self.follow, executed_gtids=executed
+        )
         self._receivers[name.lower()] = receiver
         receiver.start()
         return receiver
@@ -689,6 +706,25 @@ def _relay_log_index(repository: Repository, name: str) -> str:
 def _option_value(option: str, value: Value, kind: str) -> Any:
     if kind == "string":
         return value.as_text()
+    if kind == "use_gtid":
+        choice = _USE_GTID.get(value.as_text().upper()) if value.kind in ("word", "string") else None
+        if choice is None:
+            raise CommandError(
+                ER_WRONG_ARGUMENTS, f"{option} is slave_pos, current_pos or no, not '{value.as_text()}'"
+            )
+        return choice
+    if kind == "period":
+        try:
+            seconds = float(value.as_text()) if value.kind in ("int", "decimal") else None
+        except ValueError:
+            seconds = None
+        if seconds is None or not 0 <= seconds <= MAX_HEARTBEAT_PERIOD:
+            raise CommandError(
+                ER_SLAVE_HEARTBEAT_VALUE_OUT_OF_RANGE,
+                "The requested value for the heartbeat period is either negative or exceeds the maximum "
+                f"allowed ({MAX_HEARTBEAT_PERIOD} seconds).",
+            )
+        return round(seconds, 3)  # MySQL keeps milliseconds
     number = value.as_int()
     limits = {"port": (0, 65535), "uint": (0, 2**32 - 1), "bool01": (0, 1), "delay": (0, 2**31 - 1)}[kind]
     if not limits[0] <= number <= limits[1]:
