@@ -460,6 +460,7 @@ def test_source_use_gtid_receives_after_the_executed_gtids(mariadb_source, tmp_p
     try:
         change_source(replica, "gt", server.host, server.port, server.repl_password, relay,
                       SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos)  # fmt: skip
+        replica.execute("SET GLOBAL relay_log_purge = OFF")  # the relay logs are looked at below
         replica.execute("START REPLICA FOR CHANNEL 'gt'")
         write_load(server, "gtid1", 10, seed=91)
         wait_for(applied_all, 60, "the first part applied")
@@ -543,3 +544,63 @@ def test_serve_receives_and_applies_the_channels_of_its_configuration(mariadb_so
     assert oct(os.stat(repository).st_mode & 0o777) == "0o600"
     for table in ("items", "moves"):
         assert slave_rows(tmp_path / "slave.duckdb", "serve1", table) == source_rows(server, "serve1", table)
+
+
+def relay_files_listed(index: Path) -> list[str]:
+    return [line.removeprefix("./") for line in index.read_text().splitlines()]
+
+
+def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariadb_source, tmp_path):
+    """relay_log_purge (ON by default): the relay files before the applier's one leave the index and
+    the disk; OFF keeps them; replication goes on exactly across a restart after a purge."""
+    server = mariadb_source
+    file, pos = source_binlog_end(server)
+    relay = tmp_path / "relay"
+    index = relay / "relay-bin-pg.index"
+    (tmp_path / "rx").mkdir()
+    replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
+
+    def applied_all() -> bool:
+        status = io_status(replica, "pg")
+        return status["Executed_Gtid_Set"] == status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+
+    try:
+        change_source(replica, "pg", server.host, server.port, server.repl_password, relay,
+                      SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos, SOURCE_HEARTBEAT_PERIOD=0.5)  # fmt: skip
+        replica.execute("SET GLOBAL relay_log_purge = OFF")
+        replica.execute("START REPLICA FOR CHANNEL 'pg'")
+        for part in range(3):  # each switches the source's binlog: a relay file each
+            write_load(server, "purge1", 6, seed=110 + part, rotate_at=3)
+        wait_for(applied_all, 60, "everything applied")
+        time.sleep(2.5)  # more than the receiver's look at what was applied
+        kept = relay_files_listed(index)
+        assert kept[0] == "relay-bin-pg.000001" and len(kept) >= 4
+        assert all((relay / name).exists() for name in kept)
+        replica.execute("STOP REPLICA FOR CHANNEL 'pg'")
+
+        replica.execute("SET GLOBAL relay_log_purge = ON")
+        replica.execute("START REPLICA FOR CHANNEL 'pg'")
+        for part in range(3):
+            write_load(server, "purge1", 6, seed=120 + part, rotate_at=3)
+        wait_for(applied_all, 60, "everything applied")
+        applier_file = replica.repository.relay_log_info("pg")["Relay_log_name"]
+        wait_for(lambda: relay_files_listed(index)[0] == applier_file, 10, "the applied relay files purged")
+        listed = relay_files_listed(index)
+        assert all((relay / name).exists() for name in listed)
+        purged = [name for name in kept if name not in listed]
+        assert purged and not any((relay / name).exists() for name in purged)
+        replica.execute("STOP REPLICA FOR CHANNEL 'pg'")
+
+        write_load(
+            server, "purge1", 6, seed=130, rotate_at=3
+        )  # received after the purge, from where it stood
+        replica.execute("START REPLICA FOR CHANNEL 'pg'")
+        wait_for(applied_all, 60, "everything applied after the restart")
+        assert io_status(replica, "pg")["Last_SQL_Errno"] == 0
+        replica.execute("STOP REPLICA FOR CHANNEL 'pg'")
+    finally:
+        replica.close()
+    for table in ("items", "moves"):
+        assert slave_rows(tmp_path / "rx" / "slave.duckdb", "purge1", table) == source_rows(
+            server, "purge1", table
+        )

@@ -12,6 +12,9 @@ the end, always after the relay bytes it covers are fsynced; a restart cuts the 
 that point and asks the source for what follows. Replica_IO_Running, Replica_IO_State and
 Last_IO_Errno/Last_IO_Error go there too.
 
+With relay_log_purge, the relay files before the one the applier's committed position is in (and
+before the one the receiver's recorded position is in) are taken off the index and deleted.
+
 Without a position given or recorded, the receiver goes on from the relay logs it already wrote
 (after their last whole transaction: a transaction cut short at their tail is fetched again from
 its start, which the applier's continuity check accepts; an event cut short is cut off), or starts
@@ -57,6 +60,7 @@ BINLOG_DUMP_NON_BLOCK = 1
 MARIA_SLAVE_CAPABILITY_GTID = 4
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
 RECORD_INTERVAL = 0.2  # seconds between two recordings of the position: one fsync and one commit each
+PURGE_INTERVAL = 1.0  # seconds between two looks at what the applier no longer needs
 # The heartbeat asked of the source is at most this many seconds apart, whatever the period: the
 # blocking dump looks at STOP and its deadline between two packets.
 POLL_INTERVAL = 1.0
@@ -82,6 +86,7 @@ class ReceiverSettings:
     heartbeat_period: float = 30.0  # SOURCE_HEARTBEAT_PERIOD, seconds; 0: no heartbeat
     connect_retry: float = 60.0  # SOURCE_CONNECT_RETRY: seconds between connection attempts
     retry_count: int = 86400  # SOURCE_RETRY_COUNT: attempts in a row before giving up; 0: no limit
+    relay_log_purge: bool = False  # delete the relay files the applier is done with (needs a repository)
 
     @property
     def dead_after(self) -> float:
@@ -106,23 +111,32 @@ class ReceiveResult:
 RetryCallback = Callable[[ReceiverError, float], None]  # a failed attempt, the seconds to the next
 
 
-def resume_position(files: RelayLogFiles, tracker: StreamTracker | None = None) -> SourcePosition | None:
-    """After the last whole transaction the relay logs hold (None: they hold nothing yet)."""
+def resume_position(
+    files: RelayLogFiles, tracker: StreamTracker | None = None, start: tuple[str, int] | None = None
+) -> SourcePosition | None:
+    """After the last whole transaction the relay logs hold (None: they hold nothing yet), read
+    from their first file, or from `start` (relay file, position) where `tracker` stands."""
     tracker = StreamTracker() if tracker is None else tracker
+    reached = start is None
     for path in files.files:
-        data = path.read_bytes()
-        pos, own_server_id = 4, None
-        if data[:4] != BINLOG_MAGIC:
+        if not reached and path.name != start[0]:  # type: ignore[index]
             continue
+        data = path.read_bytes()
+        if data[:4] != BINLOG_MAGIC or len(data) < 4 + COMMON_HEADER_LEN:
+            continue
+        # the file's own Format_description tells the replica's server id (its own events)
+        _, type_code, own_server_id, size, _, _ = HEADER.unpack_from(data, 4)
+        if type_code != _FDE or 4 + size > len(data):
+            continue
+        tracker.checksum = _has_checksum(data[4 : 4 + size])
+        pos = 4 + size if reached else max(4 + size, start[1])  # type: ignore[index]
+        reached = True
         while pos + COMMON_HEADER_LEN <= len(data):
             _, type_code, server_id, size, _, _ = HEADER.unpack_from(data, pos)
             if size < COMMON_HEADER_LEN or pos + size > len(data):
                 break  # a partly written tail: fetched again
             event = data[pos : pos + size]
-            if pos == 4 and type_code == _FDE:
-                own_server_id = server_id
-                tracker.checksum = _has_checksum(event)
-            elif not (server_id == own_server_id and type_code == _ROTATE):
+            if not (server_id == own_server_id and type_code == _ROTATE):
                 if type_code == _FDE:
                     tracker.checksum = _has_checksum(event)
                 elif server_id != own_server_id:
@@ -235,6 +249,7 @@ class _Receiver:
         self.boundary: tuple[SourcePosition, str, int, str] | None = None
         self.recorded_boundary: tuple[SourcePosition, str, int, str] | None = None
         self.last_recorded = time.monotonic()
+        self.last_purged = 0.0
         self.events = 0
         self.reconnects = 0
         self.phase = "registration"  # where a lost connection was lost: registration, dump, read
@@ -260,6 +275,7 @@ class _Receiver:
                         start, gtid_start = self._starting_point(conn, start, gtid_start)
                         self.tracker.restart_at(start)
                         positioned = True
+                        self.purge_applied()
                     assert start is not None
                     caught_up = self._receive_from(conn, start, gtid_start, until_caught_up)
                     break
@@ -328,6 +344,17 @@ class _Receiver:
         cut_partial_tail(files)
         if recorded is not None:
             self.tracker.load_retrieved(recorded["retrieved_gtid_set"])
+            if recorded["relay_log_name"] in [path.name for path in files.files[:-1]]:
+                # relay files came after the recording: read on from the recorded point (the files
+                # before it may be purged, and with them the name of the source's binlog)
+                self.tracker.restart_at(
+                    SourcePosition(recorded["Master_log_name"], recorded["Master_log_pos"])
+                )
+                start = resume_position(
+                    files, self.tracker, (recorded["relay_log_name"], recorded["relay_log_pos"])
+                )
+                if start is not None:
+                    return start, None
         try:
             return resume_position(files, self.tracker) or SourcePosition(first_binlog(conn), 4), None
         except pymysql.err.MySQLError as exc:
@@ -429,6 +456,7 @@ class _Receiver:
                 if type_code in (_HEARTBEAT, _HEARTBEAT_V2):
                     if not tracker.in_transaction:
                         self.record()  # the source has nothing more for now: what came is recorded
+                        self._purge_now_and_then()
                     continue  # keeps the connection alive; never written
                 if (
                     tracker.checksum
@@ -473,6 +501,28 @@ class _Receiver:
         if time.monotonic() - self.last_recorded >= RECORD_INTERVAL:
             self.record()
             self.last_recorded = time.monotonic()
+            self._purge_now_and_then()
+
+    def _purge_now_and_then(self) -> None:
+        if time.monotonic() - self.last_purged >= PURGE_INTERVAL:
+            self.purge_applied()
+
+    def purge_applied(self) -> None:
+        """relay_log_purge: the relay files before the one the applier stands in (its committed
+        position, in relay_log_info) and before the one the receiver's recorded position is in."""
+        if not self.settings.relay_log_purge or self.repository is None:
+            return
+        self.last_purged = time.monotonic()
+        channel = self.settings.channel
+        applied = (self.repository.relay_log_info(channel) or {}).get("Relay_log_name") or ""
+        recorded = self.recorded_boundary[1] if self.recorded_boundary is not None else None
+        if recorded is None:
+            received = self.repository.received(channel)
+            recorded = received["relay_log_name"] if received is not None else None
+        names = [path.name for path in self.files.files]
+        if applied not in names or recorded not in names:
+            return
+        self.files.purge_before(min(applied, recorded, key=names.index))
 
     def record(self) -> None:
         """The position after the last whole transaction, in master_info, once its relay bytes are

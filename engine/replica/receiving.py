@@ -74,6 +74,7 @@ class ReceiverRun(threading.Thread):
                         mi.get("Connect_retry") if mi.get("Connect_retry") is not None else 60
                     ),
                     retry_count=int(mi.get("Retry_count") if mi.get("Retry_count") is not None else 86400),
+                    relay_log_purge=relay_log_purge(self.repository),
                 ),
                 start=start,
                 gtid_start=gtid_start,
@@ -85,3 +86,11 @@ class ReceiverRun(threading.Thread):
             pass  # receive() recorded it as the channel's Last_IO_Errno / Last_IO_Error
         except RelaydeckError as exc:
             self.repository.record_io_error(self.channel, ER_SLAVE_RELAY_LOG_WRITE_FAILURE, exc.one_line())
+
+
+def relay_log_purge(repository: Repository) -> bool:
+    """SET GLOBAL relay_log_purge (ON unless set OFF)."""
+    from .variables import VARIABLES, from_text
+
+    text = repository.global_variables().get("relay_log_purge")
+    return True if text is None else bool(from_text(VARIABLES["relay_log_purge"], text))
