@@ -21,6 +21,7 @@ ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 CR_UNKNOWN_HOST = 2005
 CR_CONN_HOST_ERROR = 2003
 CR_SERVER_LOST = 2013
+CR_AUTH_PLUGIN_CANNOT_LOAD = 2059
 
 # Server errors that mean the connection, not the request, failed: too many connections, server
 # shutdown, aborted connection, the network read/write errors, connection killed.
@@ -75,6 +76,10 @@ def connect(account: SourceAccount, *, read_timeout: float | None):
         raise ConnectionLost(errno, message) from None
     except UnicodeError:  # a host name that cannot be a DNS name (an empty or too long label)
         raise ConnectionLost(CR_UNKNOWN_HOST, f"Unknown MySQL server host '{account.host}' (-2)") from None
+    except RuntimeError as exc:  # PyMySQL without what an authentication method needs
+        raise ConnectionLost(
+            CR_AUTH_PLUGIN_CANNOT_LOAD, account.scrub(f"Authentication plugin: {exc}")
+        ) from None
 
 
 def source_error(exc: Exception, account: SourceAccount) -> ReceiverError:

@@ -18,6 +18,7 @@ from ..relaylog.index import channel_relay_log_names
 from ..repository import Repository
 
 ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
+ER_UNKNOWN_ERROR = 1105
 
 
 def relay_base(index: Path, channel: str) -> tuple[Path, str] | None:
@@ -86,6 +87,11 @@ class ReceiverRun(threading.Thread):
             pass  # receive() recorded it as the channel's Last_IO_Errno / Last_IO_Error
         except RelaydeckError as exc:
             self.repository.record_io_error(self.channel, ER_SLAVE_RELAY_LOG_WRITE_FAILURE, exc.one_line())
+        except Exception as exc:  # unforeseen: the IO thread stops with it shown, never silently
+            message = account.scrub(
+                f"The receiver stopped on an unforeseen error: {type(exc).__name__}: {exc}"
+            )
+            self.repository.record_io_error(self.channel, ER_UNKNOWN_ERROR, message)
 
 
 def relay_log_purge(repository: Repository) -> bool:
