@@ -77,7 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         type=float,
         default=30.0,
         metavar="S",
-        help="SOURCE_HEARTBEAT_PERIOD: silence for twice this long is a dead connection (default 30; 0: off)",
+        help="SOURCE_HEARTBEAT_PERIOD: silence for twice this long is a dead connection (default 30; 0: 60 s)",
     )
     until = parser.add_mutually_exclusive_group()
     until.add_argument(
