@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -57,6 +58,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     parser.add_argument("--server-id", type=int, default=2, help="this replica's server id (default 2)")
     parser.add_argument("--max-relay-log-size", type=int, default=DEFAULT_MAX_RELAY_LOG_SIZE, metavar="BYTES")
+    parser.add_argument(
+        "--connect-retry",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="SOURCE_CONNECT_RETRY: seconds between connection attempts (default 60)",
+    )
+    parser.add_argument(
+        "--retry-count",
+        type=int,
+        default=86400,
+        metavar="N",
+        help="SOURCE_RETRY_COUNT: connection attempts in a row before giving up (default 86400; 0: no limit)",
+    )
+    parser.add_argument(
+        "--heartbeat-period",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="SOURCE_HEARTBEAT_PERIOD: silence for twice this long is a dead connection (default 30; 0: 60 s)",
+    )
     until = parser.add_mutually_exclusive_group()
     until.add_argument(
         "--until-caught-up",
@@ -90,6 +112,8 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
         raise RelaydeckError(
             f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
         )
+    if args.connect_retry < 0 or args.retry_count < 0 or args.heartbeat_period < 0:
+        raise RelaydeckError("--connect-retry, --retry-count and --heartbeat-period are not negative")
     start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
     repository = None
     if args.repository is not None:
@@ -100,12 +124,21 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     try:
         result = receive(
             SourceAccount(args.host, args.port, args.user, password),
-            ReceiverSettings(args.channel, args.relay_dir, args.server_id, args.max_relay_log_size),
+            ReceiverSettings(
+                args.channel,
+                args.relay_dir,
+                args.server_id,
+                args.max_relay_log_size,
+                heartbeat_period=args.heartbeat_period,
+                connect_retry=args.connect_retry,
+                retry_count=args.retry_count,
+            ),
             start=start,
             gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
             until_caught_up=args.stop_after_seconds is None,
             stop_after=args.stop_after_seconds,
             repository=repository,
+            on_retry=lambda error, wait: _report_retry(args.channel, error, wait),
         )
     finally:
         if repository is not None:
@@ -115,6 +148,14 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     span = f"{files[0].name} … {files[-1].name}" if len(files) > 1 else (files[0].name if files else "none")
     out.write(
         f"channel '{visible(args.channel)}': {result.events} events received, {where}"
-        f"{' (caught up)' if result.caught_up else ''}; relay logs {span}, index {result.index_file}\n"
+        f"{' (caught up)' if result.caught_up else ''}; relay logs {span}, index {result.index_file}"
+        f"{f'; reconnected {result.reconnects} times' if result.reconnects else ''}\n"
     )
     return 0
+
+
+def _report_retry(channel: str, error: Exception, wait: float) -> None:
+    sys.stderr.write(
+        f"relaydeck receive: channel '{visible(channel)}': {error}; trying again in {wait:g} s\n"
+    )
+    sys.stderr.flush()

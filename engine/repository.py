@@ -171,6 +171,7 @@ MASTER_INFO = _Table(
         _opt("Tls_ciphersuites"),
         _int("Source_connection_auto_failover"),
         _int("Gtid_only"),
+        _text("Using_gtid", "No"),  # MariaDB's MASTER_USE_GTID: No, Slave_Pos or Current_Pos
     ),
 )
 
@@ -302,6 +303,8 @@ CONNECTION_STATUS = _Table(
         _ts("QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
         _ts("QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
         _ts("QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP"),
+        # relaydeck's: Replica_IO_State, which MySQL keeps in performance_schema.threads
+        _text("IO_THREAD_STATE"),
     ),
 )
 
@@ -528,7 +531,9 @@ class ChannelStatus:
     started_at: str | None
     updated_at: str | None
     # the receiver (`relaydeck receive --repository`): replication_connection_status
-    io_service_state: str = "OFF"
+    io_service_state: str = "OFF"  # ON, CONNECTING (retrying), OFF
+    replica_io_state: str = ""  # Replica_IO_State
+    using_gtid: str = "No"  # MariaDB's Using_Gtid
     last_io_error_number: int = 0  # Last_IO_Errno
     last_io_error_message: str = ""  # Last_IO_Error
     last_io_error_timestamp: str = ZERO_TIMESTAMP  # Last_IO_Error_Timestamp
@@ -540,8 +545,9 @@ class ChannelStatus:
 
     @property
     def replica_io_running(self) -> str:
-        """Replica_IO_Running: Yes while a receiver writes the channel's relay logs, else No."""
-        return "Yes" if self.io_service_state == "ON" else "No"
+        """Replica_IO_Running: Yes while a receiver writes the channel's relay logs, Connecting while
+        it tries to (re)connect, else No."""
+        return {"ON": "Yes", "CONNECTING": "Connecting"}.get(self.io_service_state, "No")
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with snake_case keys."""
@@ -555,6 +561,7 @@ class ChannelStatus:
         error_at = _epoch(self.last_error_timestamp)
         io_error_at = _epoch(self.last_io_error_timestamp)
         return {
+            "Replica_IO_State": self.replica_io_state,
             "Source_Host": self.source_host,
             "Source_Port": self.source_port,
             "Source_UUID": self.source_uuid,
@@ -586,6 +593,7 @@ class ChannelStatus:
             "Retrieved_Gtid_Set": self.retrieved_gtid_set,
             "Executed_Gtid_Set": self.executed_gtid_set,
             "Channel_Name": self.channel_name,
+            "Using_Gtid": self.using_gtid,
         }
 
 
@@ -628,6 +636,9 @@ def _channel_status(
         if t is not None
     ]
     lag = None if head is None or not done else max(0.0, head - max(done))
+    io_service_state = connection.get("SERVICE_STATE") or "OFF"
+    if not _alive(connection.get("THREAD_ID")):
+        io_service_state = "OFF"  # the receiving process was killed
     if stats.get("lag_s") is not None:
         lag = stats["lag_s"]  # the applier's own measure, for the single applier too
     return ChannelStatus(
@@ -667,9 +678,9 @@ def _channel_status(
         seconds_behind_source=lag,
         started_at=stats.get("started_at"),
         updated_at=stats.get("updated_at"),
-        io_service_state=(
-            "ON" if connection.get("SERVICE_STATE") == "ON" and _alive(connection.get("THREAD_ID")) else "OFF"
-        ),
+        io_service_state=io_service_state,
+        using_gtid=mi.get("Using_gtid") or "No",
+        replica_io_state=(connection.get("IO_THREAD_STATE") or "") if io_service_state != "OFF" else "",
         last_io_error_number=connection.get("LAST_ERROR_NUMBER") or 0,
         last_io_error_message=connection.get("LAST_ERROR_MESSAGE") or "",
         last_io_error_timestamp=connection.get("LAST_ERROR_TIMESTAMP") or ZERO_TIMESTAMP,
@@ -952,15 +963,18 @@ class Repository:
                 self._db[RECEIVER_INFO.name].delete_where('"channel" = ?', [channel])
 
     def set_receiver_state(
-        self, name: str, running: bool, *, host: str | None = None, port: int | None = None,
-        user: str | None = None,
+        self, name: str, service_state: str, io_state: str = "", *, host: str | None = None,
+        port: int | None = None, user: str | None = None, clear_error: bool = False,
     ) -> None:  # fmt: skip
-        """Replica_IO_Running (SERVICE_STATE); on start, the source account (never its password)
-        and the last IO error cleared."""
+        """Replica_IO_Running (SERVICE_STATE: ON, CONNECTING or OFF) and Replica_IO_State; the source
+        account (never its password); with clear_error, the last IO error cleared (a START, a
+        connection made)."""
         name = _check_name(name)
         # THREAD_ID: the receiving process, so a receiver that was killed does not show as running
-        connection: dict[str, Any] = {"SERVICE_STATE": "ON" if running else "OFF", "THREAD_ID": os.getpid()}
-        if running:
+        connection: dict[str, Any] = {
+            "SERVICE_STATE": service_state, "THREAD_ID": os.getpid(), "IO_THREAD_STATE": io_state,
+        }  # fmt: skip
+        if clear_error:
             connection.update(LAST_ERROR_NUMBER=0, LAST_ERROR_MESSAGE="", LAST_ERROR_TIMESTAMP=ZERO_TIMESTAMP)
         with self._write(f"record the receiver's state of channel {name!r}"):
             channel = self._ensure(name)
@@ -970,21 +984,20 @@ class Repository:
             if account:
                 self._upsert(MASTER_INFO, channel, account)
 
-    def record_io_error(self, name: str, errno: int, message: str) -> None:
-        """The error that stopped the channel's receiver (Last_IO_Errno / Last_IO_Error)."""
+    def record_io_error(self, name: str, errno: int, message: str, *, stopped: bool = True) -> None:
+        """An error of the channel's receiver (Last_IO_Errno / Last_IO_Error): the one that stopped
+        it, or (stopped=False) the last failed attempt of one that goes on retrying."""
         name = _check_name(name)
+        error: dict[str, Any] = {
+            "LAST_ERROR_NUMBER": int(errno),
+            "LAST_ERROR_MESSAGE": str(message),
+            "LAST_ERROR_TIMESTAMP": mysql_timestamp(datetime.now(UTC)),
+        }
+        if stopped:
+            error.update(SERVICE_STATE="OFF", IO_THREAD_STATE="")
         with self._write(f"record an IO error of channel {name!r}"):
             channel = self._ensure(name)
-            self._upsert(
-                CONNECTION_STATUS,
-                channel,
-                {
-                    "SERVICE_STATE": "OFF",
-                    "LAST_ERROR_NUMBER": int(errno),
-                    "LAST_ERROR_MESSAGE": str(message),
-                    "LAST_ERROR_TIMESTAMP": mysql_timestamp(datetime.now(UTC)),
-                },
-            )
+            self._upsert(CONNECTION_STATUS, channel, error)
 
     def relay_log_info(self, name: str) -> dict[str, Any] | None:
         """The channel's relay_log_info row, or None if there is no such channel."""
@@ -1052,8 +1065,9 @@ class Repository:
         self._update(CHANNEL_OPTIONS, name, options)
 
     def reset_channel(self, name: str) -> None:
-        """RESET REPLICA: forget where the channel is (positions, workers, errors, status), keep its
-        configuration (master_info, the relay-log location, its options)."""
+        """RESET REPLICA: forget where the channel is (positions, the source position received
+        included, workers, errors, status), keep its configuration (the source account, the
+        relay-log location, its options)."""
         name = _check_name(name)
         with self._write(f"reset channel {name!r}"):
             channel = self._canonical(name)
@@ -1063,6 +1077,8 @@ class Repository:
                 WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS, RECEIVER_INFO,
             ):  # fmt: skip
                 self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
+            # the source position received is forgotten too (the receiver starts afresh), not the account
+            self._upsert(MASTER_INFO, channel, {"Master_log_name": "", "Master_log_pos": 4})
             self._upsert(
                 RELAY_LOG_INFO,
                 channel,

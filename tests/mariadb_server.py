@@ -3,6 +3,7 @@ free port on 127.0.0.1, ROW binary logs, started with no option files and stoppe
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,8 @@ class MariaDBServer:
     datadir: Path
     process: subprocess.Popen
     repl_password: str = ""
+    command: tuple[str, ...] = ()
+    log: Path | None = None
 
     def connect(self, **options):
         import pymysql
@@ -32,6 +35,12 @@ class MariaDBServer:
         return pymysql.connect(
             host=self.host, port=self.port, user=self.user, password=self.password, autocommit=True, **options
         )
+
+    def start_again(self) -> None:
+        """The same server (datadir, port) started again after stop()."""
+        with open(self.log or os.devnull, "ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
+        _wait_for_port(self.process, self.port, self.log)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -66,30 +75,36 @@ def start_server(base: Path | None = None, password: str = "secret") -> MariaDBS
     if install.returncode != 0:
         raise ServerUnavailable(f"mariadb-install-db failed: {install.stderr.strip()[-500:]}")
     port = _free_port()
-    log = open(base / "mariadbd.err", "wb")  # noqa: SIM115 - the server's stderr for its lifetime
-    process = subprocess.Popen(
-        [mariadbd, "--no-defaults", "--user=root", f"--datadir={datadir}", "--bind-address=127.0.0.1",
-         f"--port={port}", f"--socket={base / 'mariadbd.sock'}", f"--pid-file={base / 'mariadbd.pid'}",
-         "--log-bin=source-bin", "--binlog-format=ROW", "--server-id=1", "--skip-name-resolve",
-         "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4"],
-        stdout=log, stderr=subprocess.STDOUT,
+    command = (
+        mariadbd, "--no-defaults", "--user=root", f"--datadir={datadir}", "--bind-address=127.0.0.1",
+        f"--port={port}", f"--socket={base / 'mariadbd.sock'}", f"--pid-file={base / 'mariadbd.pid'}",
+        "--log-bin=source-bin", "--binlog-format=ROW", "--server-id=1", "--skip-name-resolve",
+        "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4",
     )  # fmt: skip
-    log.close()
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise ServerUnavailable(f"mariadbd exited: {(base / 'mariadbd.err').read_text()[-800:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                process.kill()
-                raise ServerUnavailable("mariadbd did not accept connections within 60 s") from None
-            time.sleep(0.2)
-    server = MariaDBServer("127.0.0.1", port, "root", "", datadir, process)
+    with open(base / "mariadbd.err", "wb") as log:  # the server's stderr for its lifetime
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    _wait_for_port(process, port, base / "mariadbd.err")
+    server = MariaDBServer(
+        "127.0.0.1", port, "root", "", datadir, process, command=command, log=base / "mariadbd.err"
+    )
     server.repl_password = password
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE USER 'repl'@'%%' IDENTIFIED BY %s", (password,))
         cur.execute("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%'")
     return server
+
+
+def _wait_for_port(process: subprocess.Popen, port: int, log: Path | None) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            said = log.read_text()[-800:] if log is not None else ""
+            raise ServerUnavailable(f"mariadbd exited: {said}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                process.kill()
+                raise ServerUnavailable("mariadbd did not accept connections within 60 s") from None
+            time.sleep(0.2)

@@ -159,7 +159,7 @@ def test_receiving_again_goes_on_without_duplicates(mariadb_source, tmp_path):
 
 def test_wrong_password_is_error_1045(mariadb_source, tmp_path, capsys):
     argv = ["receive", "--host", mariadb_source.host, "--port", str(mariadb_source.port), "--user", "repl",
-            "--password", "not-the-password", "--channel", "x", "--relay-dir", str(tmp_path)]  # fmt: skip
+            "--password", "not-the-password", "--retry-count", "1", "--channel", "x", "--relay-dir", str(tmp_path)]  # fmt: skip
     assert main(argv, out=io.StringIO()) == 1
     err = capsys.readouterr().err
     assert "ERROR 1045" in err and "not-the-password" not in err
@@ -342,7 +342,7 @@ def test_a_receiver_killed_mid_stream_resumes_from_master_info(mariadb_source, t
 def test_status_shows_the_receivers_io_error_and_never_the_password(mariadb_source, tmp_path):
     repo = tmp_path / "repo.sqlite"
     argv = ["receive", "--host", mariadb_source.host, "--port", str(mariadb_source.port), "--user", "repl",
-            "--password", "not-the-password", "--channel", "w", "--relay-dir", str(tmp_path / "relay"),
+            "--password", "not-the-password", "--retry-count", "1", "--channel", "w", "--relay-dir", str(tmp_path / "relay"),
             "--repository", str(repo)]  # fmt: skip
     assert main(argv, out=io.StringIO()) == 1
     status = replica_status(repo, "w")

@@ -423,7 +423,7 @@ def test_comments_whitespace_and_one_trailing_semicolon_are_ignored(text: str) -
         ("START SLAVE FOR CHANNEL", ""),
         ("START SLAVE UNTIL", ""),
         ("RESET SLAVE EVERYTHING", "EVERYTHING"),
-        ("SET x = 1.5", ".5"),
+        ("SET x = 1.5.5", ".5"),  # a decimal is a value (SOURCE_HEARTBEAT_PERIOD = 0.5), two dots are not
         ("SET @user_var = 1", "@user_var = 1"),
         # "--" needs whitespace after it to start a comment, as in MySQL.
         ("STOP SLAVE --1", "--1"),

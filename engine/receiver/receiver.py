@@ -9,17 +9,27 @@ the dump does not block, or an error.
 With a repository, the position reached is recorded in its master_info (with the
 Retrieved_Gtid_Set and where the relay logs end for it) at most every RECORD_INTERVAL seconds and at
 the end, always after the relay bytes it covers are fsynced; a restart cuts the relay logs back to
-that point and asks the source for what follows. Replica_IO_Running and Last_IO_Errno/Last_IO_Error
-go there too.
+that point and asks the source for what follows. Replica_IO_Running, Replica_IO_State and
+Last_IO_Errno/Last_IO_Error go there too.
+
+With relay_log_purge, the relay files before the one the applier's committed position is in (and
+before the one the receiver's recorded position is in) are taken off the index and deleted.
 
 Without a position given or recorded, the receiver goes on from the relay logs it already wrote
 (after their last whole transaction: a transaction cut short at their tail is fetched again from
 its start, which the applier's continuity check accepts; an event cut short is cut off), or starts
 at the source's first binary log.
+
+When the connection fails or goes away, the receiver connects again (SOURCE_CONNECT_RETRY seconds
+between attempts, at most SOURCE_RETRY_COUNT attempts in a row, 0: no limit) and asks for what
+follows the last whole transaction received, in a new relay file. Silence for twice
+SOURCE_HEARTBEAT_PERIOD is a dead connection: the source sends a heartbeat whenever it has had
+nothing to send for a period, so only a connection that stalled is that quiet.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
@@ -34,12 +44,15 @@ import pymysql
 from ..binlog.constants import BINLOG_MAGIC, COMMON_HEADER_LEN, EventType
 from ..binlog.events import HEADER
 from ..binlog.events.control import fde_has_checksum_byte
-from ..errors import NumberedError
+from . import io_state
+from .connection import CR_SERVER_LOST, ConnectionLost, ReceiverError, SourceAccount, connect, source_error
 from .relay_files import RelayLogFiles
 from .stream import SourcePosition, StreamTracker
 
 if TYPE_CHECKING:
     from ..repository import Repository
+
+__all__ = ["ReceiveResult", "ReceiverError", "ReceiverSettings", "SourceAccount", "receive"]
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -47,32 +60,20 @@ BINLOG_DUMP_NON_BLOCK = 1
 MARIA_SLAVE_CAPABILITY_GTID = 4
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
 RECORD_INTERVAL = 0.2  # seconds between two recordings of the position: one fsync and one commit each
+PURGE_INTERVAL = 1.0  # seconds between two looks at what the applier no longer needs
+# The heartbeat asked of the source is at most this many seconds apart, whatever the period: the
+# blocking dump looks at STOP and its deadline between two packets.
+POLL_INTERVAL = 1.0
+NET_TIMEOUT = 60.0  # replica_net_timeout: the dead-connection limit when heartbeats are off (period 0)
 
 ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
 ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE = 1743
-CR_CONN_HOST_ERROR = 2003
-CR_SERVER_LOST = 2013
 
 _ROTATE = int(EventType.ROTATE)
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _HEARTBEAT = int(EventType.HEARTBEAT)
 _HEARTBEAT_V2 = int(EventType.HEARTBEAT_V2)
 _ARTIFICIAL = 0x20
-
-
-class ReceiverError(NumberedError):
-    """The receiver stopped: MySQL's Last_IO_Errno and Last_IO_Error."""
-
-
-@dataclass(frozen=True)
-class SourceAccount:
-    host: str
-    port: int
-    user: str
-    password: str = ""
-
-    def __repr__(self) -> str:  # the password never shows
-        return f"SourceAccount({self.user}@{self.host}:{self.port})"
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,19 @@ class ReceiverSettings:
     server_id: int = 2
     max_relay_log_size: int = DEFAULT_MAX_RELAY_LOG_SIZE
     relay_log_base: str = "relay-bin"
-    heartbeat_period: float = 1.0  # seconds; also how often a blocking dump looks at its deadline
+    heartbeat_period: float = 30.0  # SOURCE_HEARTBEAT_PERIOD, seconds; 0: no heartbeat
+    connect_retry: float = 60.0  # SOURCE_CONNECT_RETRY: seconds between connection attempts
+    retry_count: int = 86400  # SOURCE_RETRY_COUNT: attempts in a row before giving up; 0: no limit
+    relay_log_purge: bool = False  # delete the relay files the applier is done with (needs a repository)
+
+    @property
+    def dead_after(self) -> float:
+        """Seconds of silence after which the connection counts as dead."""
+        return 2 * self.heartbeat_period if self.heartbeat_period > 0 else NET_TIMEOUT
+
+    @property
+    def heartbeat_asked(self) -> float:
+        return min(self.heartbeat_period, POLL_INTERVAL) if self.heartbeat_period > 0 else POLL_INTERVAL
 
 
 @dataclass(frozen=True)
@@ -92,25 +105,38 @@ class ReceiveResult:
     events: int
     transactions_at: SourcePosition | None  # after the last whole transaction received
     caught_up: bool
+    reconnects: int = 0  # connections lost and made again
 
 
-def resume_position(files: RelayLogFiles, tracker: StreamTracker | None = None) -> SourcePosition | None:
-    """After the last whole transaction the relay logs hold (None: they hold nothing yet)."""
+RetryCallback = Callable[[ReceiverError, float], None]  # a failed attempt, the seconds to the next
+
+
+def resume_position(
+    files: RelayLogFiles, tracker: StreamTracker | None = None, start: tuple[str, int] | None = None
+) -> SourcePosition | None:
+    """After the last whole transaction the relay logs hold (None: they hold nothing yet), read
+    from their first file, or from `start` (relay file, position) where `tracker` stands."""
     tracker = StreamTracker() if tracker is None else tracker
+    reached = start is None
     for path in files.files:
-        data = path.read_bytes()
-        pos, own_server_id = 4, None
-        if data[:4] != BINLOG_MAGIC:
+        if not reached and path.name != start[0]:  # type: ignore[index]
             continue
+        data = path.read_bytes()
+        if data[:4] != BINLOG_MAGIC or len(data) < 4 + COMMON_HEADER_LEN:
+            continue
+        # the file's own Format_description tells the replica's server id (its own events)
+        _, type_code, own_server_id, size, _, _ = HEADER.unpack_from(data, 4)
+        if type_code != _FDE or 4 + size > len(data):
+            continue
+        tracker.checksum = _has_checksum(data[4 : 4 + size])
+        pos = 4 + size if reached else max(4 + size, start[1])  # type: ignore[index]
+        reached = True
         while pos + COMMON_HEADER_LEN <= len(data):
             _, type_code, server_id, size, _, _ = HEADER.unpack_from(data, pos)
             if size < COMMON_HEADER_LEN or pos + size > len(data):
                 break  # a partly written tail: fetched again
             event = data[pos : pos + size]
-            if pos == 4 and type_code == _FDE:
-                own_server_id = server_id
-                tracker.checksum = _has_checksum(event)
-            elif not (server_id == own_server_id and type_code == _ROTATE):
+            if not (server_id == own_server_id and type_code == _ROTATE):
                 if type_code == _FDE:
                     tracker.checksum = _has_checksum(event)
                 elif server_id != own_server_id:
@@ -171,32 +197,6 @@ def first_binlog(conn) -> str:
     return rows[0][0]
 
 
-def connect(account: SourceAccount):
-    try:
-        return pymysql.connect(
-            host=account.host,
-            port=account.port,
-            user=account.user,
-            password=account.password,
-            autocommit=True,
-            connect_timeout=10,
-        )
-    except pymysql.err.MySQLError as exc:
-        raise _io_error(exc, account) from None
-
-
-def _io_error(exc: Exception, account: SourceAccount) -> ReceiverError:
-    errno = exc.args[0] if exc.args and isinstance(exc.args[0], int) else CR_SERVER_LOST
-    message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-    if account.password:
-        message = message.replace(account.password, "***")
-    if errno == CR_CONN_HOST_ERROR:
-        return ReceiverError(
-            errno, f"error connecting to source '{account.user}@{account.host}:{account.port}' - {message}"
-        )
-    return ReceiverError(errno, message)
-
-
 def receive(
     account: SourceAccount,
     settings: ReceiverSettings,
@@ -207,9 +207,11 @@ def receive(
     stop_after: float | None = None,
     should_stop: Callable[[], bool] | None = None,
     repository: Repository | None = None,
+    on_retry: RetryCallback | None = None,
 ) -> ReceiveResult:
     """Receive into the channel's relay logs until the source has sent all it has (until_caught_up)
-    or for `stop_after` seconds or until should_stop() says so, stopping between transactions."""
+    or for `stop_after` seconds or until should_stop() says so, stopping between transactions;
+    reconnecting per the settings. on_retry hears of each failed connection attempt that is retried."""
     try:
         files = RelayLogFiles(
             settings.relay_dir, settings.channel, settings.server_id, settings.max_relay_log_size,
@@ -217,136 +219,352 @@ def receive(
         )  # fmt: skip
     except OSError as exc:
         raise _write_failure(exc, settings.relay_dir) from None
-    channel = settings.channel
-    if repository is not None:
-        repository.set_receiver_state(channel, True, host=account.host, port=account.port, user=account.user)
-    try:
-        conn = connect(account)
-    except ReceiverError as exc:
-        _stopped(repository, channel, exc)
-        raise
-    failure: ReceiverError | None = None
-    recorded = None if repository is None else repository.received(channel)
-    tracker = StreamTracker()
-    boundary = None  # (source position, relay file, relay pos, retrieved GTIDs) after a whole transaction
-    recorded_boundary = None
+    receiver = _Receiver(account, settings, files, repository, should_stop, on_retry)
+    if stop_after is not None:
+        receiver.deadline = time.monotonic() + stop_after
+    return receiver.run(start, gtid_start, until_caught_up)
 
-    def record() -> None:
-        nonlocal recorded_boundary
-        if repository is None or boundary is None or boundary is recorded_boundary:
-            return
-        files.sync()
-        source, relay_name, relay_pos, gtids = boundary
-        repository.record_received(channel, source.file, source.pos, gtids, relay_name, relay_pos)
-        recorded_boundary = boundary
 
-    try:
+class _Receiver:
+    """One receive(): its connections one after another, the relay files, the position."""
+
+    def __init__(
+        self,
+        account: SourceAccount,
+        settings: ReceiverSettings,
+        files: RelayLogFiles,
+        repository: Repository | None,
+        should_stop: Callable[[], bool] | None,
+        on_retry: RetryCallback | None,
+    ) -> None:
+        self.account = account
+        self.settings = settings
+        self.files = files
+        self.repository = repository
+        self._should_stop = should_stop
+        self._on_retry = on_retry
+        self.deadline: float | None = None
+        self.tracker = StreamTracker()
+        # (source position, relay file, relay pos, retrieved GTIDs) after a whole transaction
+        self.boundary: tuple[SourcePosition, str, int, str] | None = None
+        self.recorded_boundary: tuple[SourcePosition, str, int, str] | None = None
+        self.last_recorded = time.monotonic()
+        self.last_purged = 0.0
+        self.events = 0
+        self.reconnects = 0
+        self.phase = "registration"  # where a lost connection was lost: registration, dump, read
+
+    # -- the whole run ----------------------------------------------------------------------------
+
+    def run(
+        self, start: SourcePosition | None, gtid_start: str | None, until_caught_up: bool
+    ) -> ReceiveResult:
+        channel = self.settings.channel
+        self._state("CONNECTING", io_state.CONNECTING, account=True)
+        failure: ReceiverError | None = None
+        positioned = False
+        lost: ConnectionLost | None = None
+        caught_up = False
+        try:
+            while True:
+                conn = self._connect(lost)
+                if conn is None:
+                    break  # stopped while (re)connecting
+                try:
+                    if not positioned:
+                        start, gtid_start = self._starting_point(conn, start, gtid_start)
+                        self.tracker.restart_at(start)
+                        positioned = True
+                        self.purge_applied()
+                    assert start is not None
+                    caught_up = self._receive_from(conn, start, gtid_start, until_caught_up)
+                    break
+                except ConnectionLost as exc:
+                    lost = exc
+                finally:
+                    try:
+                        conn.close()
+                    except Exception:  # the connection may be gone already
+                        pass
+                self.record()
+                if self._stopping():
+                    break
+                self.reconnects += 1
+                if positioned:
+                    # after the last whole transaction: one cut short comes again from its start
+                    start = self.tracker.committed
+                    if gtid_start is not None:
+                        gtid_start = later_gtids(gtid_start, self.tracker.retrieved_gtid_set())
+                    assert start is not None
+                    self.tracker.restart_at(start)
+            self.record()
+            return ReceiveResult(
+                self.files.index_file, list(self.files.files), self.events, self.tracker.committed, caught_up,
+                self.reconnects,
+            )  # fmt: skip
+        except OSError as exc:
+            failure = _write_failure(exc, self.files.index_file)
+            raise failure from None
+        except ReceiverError as exc:
+            failure = exc
+            raise
+        finally:
+            try:
+                if failure is not None and failure.errno != ER_SLAVE_RELAY_LOG_WRITE_FAILURE:
+                    self.record()  # the whole transactions received before the error stay received
+            except OSError:
+                pass
+            self.files.close()
+            _stopped(self.repository, channel, failure)
+
+    def _starting_point(
+        self, conn, start: SourcePosition | None, gtid_start: str | None
+    ) -> tuple[SourcePosition, str | None]:
+        files, repository = self.files, self.repository
+        recorded = None if repository is None else repository.received(self.settings.channel)
         if gtid_start is not None:
-            # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate)
-            cut_partial_tail(files)
-            start = SourcePosition("", 4)
-        elif start is None:
-            start = resume_recorded(files, recorded)
-            if start is not None:
-                tracker.load_retrieved(recorded["retrieved_gtid_set"])
+            # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate).
+            # It goes on after what the relay logs already hold, so nothing is received twice.
+            if resume_recorded(files, recorded) is not None:
+                held = recorded["retrieved_gtid_set"]  # type: ignore[index]
             else:
                 cut_partial_tail(files)
-                if recorded is not None:
-                    tracker.load_retrieved(recorded["retrieved_gtid_set"])
-                start = resume_position(files, tracker) or SourcePosition(first_binlog(conn), 4)
-        else:
+                in_relay_logs = StreamTracker()
+                resume_position(files, in_relay_logs)
+                held = in_relay_logs.retrieved_gtid_set()
+            self.tracker.load_retrieved(held)
+            return SourcePosition("", 4), later_gtids(gtid_start, held)
+        if start is not None:
             cut_partial_tail(files)
-        tracker.restart_at(start)
-        last_recorded = time.monotonic()
-        tracker.checksum = _dump(conn, settings, start, gtid_start, non_blocking=until_caught_up)
-        deadline = None if stop_after is None else time.monotonic() + stop_after
-        events, caught_up, pending_rotate = 0, False, None
-        while True:
-            if not tracker.in_transaction and (
-                (deadline is not None and time.monotonic() >= deadline) or (should_stop and should_stop())
-            ):
-                break
-            try:
-                packet = conn._read_packet()
-            except pymysql.err.MySQLError as exc:  # the source's (1236, …) or the network's (2013)
-                raise _io_error(exc, account) from None
-            data = packet.get_all_data()
-            if data[0] == 0xFE and len(data) < 9:
-                caught_up = True  # the end of the binary logs, for a dump that does not block
-                break
-            event = data[1:]
-            _, type_code, _, size, log_pos, flags = HEADER.unpack_from(event, 0)
-            if type_code in (_HEARTBEAT, _HEARTBEAT_V2):
-                if not tracker.in_transaction:
-                    record()  # the source has nothing more for now: what came is recorded
-                continue  # keeps the connection alive; never written
-            if (
-                tracker.checksum
-                and type_code != _FDE
-                and zlib.crc32(event[:-4]) != struct.unpack_from("<I", event, len(event) - 4)[0]
-            ):
-                raise ReceiverError(
-                    ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
-                    "Replication event checksum verification failed while reading from network "
-                    f"(the event after {tracker.position})",
+            return start, None
+        start = resume_recorded(files, recorded)
+        if start is not None:
+            self.tracker.load_retrieved(recorded["retrieved_gtid_set"])  # type: ignore[index]
+            return start, None
+        cut_partial_tail(files)
+        if recorded is not None:
+            self.tracker.load_retrieved(recorded["retrieved_gtid_set"])
+            if recorded["relay_log_name"] in [path.name for path in files.files[:-1]]:
+                # relay files came after the recording: read on from the recorded point (the files
+                # before it may be purged, and with them the name of the source's binlog)
+                self.tracker.restart_at(
+                    SourcePosition(recorded["Master_log_name"], recorded["Master_log_pos"])
                 )
-            if type_code == _ROTATE and (log_pos == 0 or flags & _ARTIFICIAL):
-                # The dump (re)opens a binlog: a new relay file, once the source's format is known
-                pending_rotate = event
+                start = resume_position(
+                    files, self.tracker, (recorded["relay_log_name"], recorded["relay_log_pos"])
+                )
+                if start is not None:
+                    return start, None
+        try:
+            return resume_position(files, self.tracker) or SourcePosition(first_binlog(conn), 4), None
+        except pymysql.err.MySQLError as exc:
+            raise self._lost_or_fatal(exc) from None
+
+    # -- connecting -------------------------------------------------------------------------------
+
+    def _connect(self, lost: ConnectionLost | None):
+        """A connection, after as many attempts as SOURCE_RETRY_COUNT allows (the first at once);
+        None when stopped meanwhile; the last attempt's error when they all failed."""
+        settings, account = self.settings, self.account
+        attempt = 0
+        while not self._stopping():
+            attempt += 1
+            if lost is not None:
+                self._state("CONNECTING", io_state.RECONNECTING[lost.phase])
+            try:
+                conn = connect(account, read_timeout=settings.dead_after)
+            except ConnectionLost as exc:
+                doing = "connecting" if lost is None else "reconnecting"
+                error = ConnectionLost(
+                    exc.errno,
+                    f"error {doing} to source {account.where} - retry-time: {settings.connect_retry:g} "
+                    f"retries: {attempt} message: {exc.message}",
+                )
+            else:
+                self.phase = "registration"
+                return conn
+            if settings.retry_count and attempt >= settings.retry_count:
+                raise error
+            if self.repository is not None:
+                self.repository.record_io_error(settings.channel, error.errno, error.message, stopped=False)
+            if self._on_retry is not None:
+                self._on_retry(error, settings.connect_retry)
+            if lost is not None:
+                self._state("CONNECTING", io_state.WAITING_TO_RECONNECT[lost.phase])
+            self._sleep(settings.connect_retry)
+        return None
+
+    def _sleep(self, seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while not self._stopping() and time.monotonic() < until:
+            time.sleep(min(0.1, max(0.0, until - time.monotonic())))
+
+    def _stopping(self) -> bool:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return True
+        return self._should_stop is not None and self._should_stop()
+
+    def _lost_or_fatal(self, exc: Exception) -> ReceiverError:
+        error = source_error(exc, self.account)
+        if isinstance(error, ConnectionLost):
+            error.phase = self.phase
+        return error
+
+    def _state(
+        self, service_state: str, state: str, *, account: bool = False, clear_error: bool = False
+    ) -> None:
+        if self.repository is None:
+            return
+        if account:
+            self.repository.set_receiver_state(
+                self.settings.channel, service_state, state, host=self.account.host, port=self.account.port,
+                user=self.account.user, clear_error=True,
+            )  # fmt: skip
+        else:
+            self.repository.set_receiver_state(
+                self.settings.channel, service_state, state, clear_error=clear_error
+            )
+
+    # -- one connection's dump ----------------------------------------------------------------------
+
+    def _receive_from(
+        self, conn, start: SourcePosition, gtid_start: str | None, until_caught_up: bool
+    ) -> bool:
+        """The dump from `start` on this connection, into the relay logs; whether it reached the
+        end of the source's binary logs. ConnectionLost when the connection goes away."""
+        files, tracker = self.files, self.tracker
+        try:
+            tracker.checksum = self._dump(conn, start, gtid_start, non_blocking=until_caught_up)
+            self.phase = "read"
+            self._state("ON", io_state.WAITING_FOR_EVENT, clear_error=True)
+            pending_rotate = None
+            while True:
+                if not tracker.in_transaction and self._stopping():
+                    return False
+                packet = conn._read_packet()  # the source's error (1236, …) or the network's (2013)
+                data = packet.get_all_data()
+                if data[0] == 0xFE and len(data) < 9:
+                    if until_caught_up:
+                        return True  # the end of the binary logs, for a dump that does not block
+                    lost = ConnectionLost(
+                        CR_SERVER_LOST, "received end packet from source, apparent source shutdown"
+                    )
+                    lost.phase = self.phase
+                    raise lost
+                event = data[1:]
+                _, type_code, _, _, log_pos, flags = HEADER.unpack_from(event, 0)
+                if type_code in (_HEARTBEAT, _HEARTBEAT_V2):
+                    if not tracker.in_transaction:
+                        self.record()  # the source has nothing more for now: what came is recorded
+                        self._purge_now_and_then()
+                    continue  # keeps the connection alive; never written
+                if (
+                    tracker.checksum
+                    and type_code != _FDE
+                    and zlib.crc32(event[:-4]) != struct.unpack_from("<I", event, len(event) - 4)[0]
+                ):
+                    raise ReceiverError(
+                        ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE,
+                        "Replication event checksum verification failed while reading from network "
+                        f"(the event after {tracker.position})",
+                    )
+                if type_code == _ROTATE and (log_pos == 0 or flags & _ARTIFICIAL):
+                    # The dump (re)opens a binlog: a new relay file, once the source's format is known
+                    pending_rotate = event
+                    tracker.event(event)
+                    self.events += 1
+                    continue
+                if type_code == _FDE:
+                    files.source_format(event)
+                    tracker.checksum = _has_checksum(event)
+                if pending_rotate is not None:
+                    files.open_new(repeat_source_format=False)
+                    files.append(pending_rotate)
+                    pending_rotate = None
+                elif type_code == _ROTATE:
+                    files.open_new(repeat_source_format=False)  # the source's own, at the end of its binlog
+                files.append(event)
                 tracker.event(event)
-                events += 1
-                continue
-            if type_code == _FDE:
-                files.source_format(event)
-                tracker.checksum = _has_checksum(event)
-            if pending_rotate is not None:
-                files.open_new(repeat_source_format=False)
-                files.append(pending_rotate)
-                pending_rotate = None
-            elif type_code == _ROTATE:
-                files.open_new(repeat_source_format=False)  # the source's own, at the end of its binlog
-            files.append(event)
-            tracker.event(event)
-            events += 1
-            if not tracker.in_transaction:
-                files.flush()
-                files.rotate_if_full()
-                current = files.current
-                if current is not None and tracker.committed is not None:
-                    boundary = (tracker.committed, current.name, files.pos, tracker.retrieved_gtid_set())
-                if time.monotonic() - last_recorded >= RECORD_INTERVAL:
-                    record()
-                    last_recorded = time.monotonic()
-        record()
-        return ReceiveResult(files.index_file, list(files.files), events, tracker.committed, caught_up)
-    except pymysql.err.MySQLError as exc:  # the session setup or the commands: the source's answer
-        failure = _io_error(exc, account)
-        raise failure from None
-    except OSError as exc:
-        failure = _write_failure(exc, files.index_file)
-        raise failure from None
-    except ReceiverError as exc:
-        failure = exc
-        raise
-    finally:
-        try:
-            if failure is not None and failure.errno != ER_SLAVE_RELAY_LOG_WRITE_FAILURE:
-                record()  # the whole transactions received before the error stay received
-        except OSError:
-            pass
-        files.close()
-        try:
-            conn.close()
-        except Exception:  # the connection may be gone already
-            pass
-        _stopped(repository, channel, failure)
+                self.events += 1
+                if not tracker.in_transaction:
+                    self._transaction_received()
+        except pymysql.err.MySQLError as exc:
+            raise self._lost_or_fatal(exc) from None
+
+    def _transaction_received(self) -> None:
+        files, tracker = self.files, self.tracker
+        files.flush()
+        files.rotate_if_full()
+        current = files.current
+        if current is not None and tracker.committed is not None:
+            self.boundary = (tracker.committed, current.name, files.pos, tracker.retrieved_gtid_set())
+        if time.monotonic() - self.last_recorded >= RECORD_INTERVAL:
+            self.record()
+            self.last_recorded = time.monotonic()
+            self._purge_now_and_then()
+
+    def _purge_now_and_then(self) -> None:
+        if time.monotonic() - self.last_purged >= PURGE_INTERVAL:
+            self.purge_applied()
+
+    def purge_applied(self) -> None:
+        """relay_log_purge: the relay files before the one the applier stands in (its committed
+        position, in relay_log_info) and before the one the receiver's recorded position is in."""
+        if not self.settings.relay_log_purge or self.repository is None:
+            return
+        self.last_purged = time.monotonic()
+        channel = self.settings.channel
+        applied = (self.repository.relay_log_info(channel) or {}).get("Relay_log_name") or ""
+        recorded = self.recorded_boundary[1] if self.recorded_boundary is not None else None
+        if recorded is None:
+            received = self.repository.received(channel)
+            recorded = received["relay_log_name"] if received is not None else None
+        names = [path.name for path in self.files.files]
+        if applied not in names or recorded not in names:
+            return
+        self.files.purge_before(min(applied, recorded, key=names.index))
+
+    def record(self) -> None:
+        """The position after the last whole transaction, in master_info, once its relay bytes are
+        on disk."""
+        if self.repository is None or self.boundary is None or self.boundary is self.recorded_boundary:
+            return
+        self.files.sync()
+        source, relay_name, relay_pos, gtids = self.boundary
+        self.repository.record_received(
+            self.settings.channel, source.file, source.pos, gtids, relay_name, relay_pos
+        )
+        self.recorded_boundary = self.boundary
+
+    def _dump(self, conn, start: SourcePosition, gtid_start: str | None, *, non_blocking: bool) -> bool:
+        self.phase = "registration"
+        self._state("ON", io_state.REGISTERING)
+        return _dump(
+            conn, self.settings, start, gtid_start, non_blocking=non_blocking, requesting=self._requesting
+        )
+
+    def _requesting(self) -> None:
+        self.phase = "dump"
+        self._state("ON", io_state.REQUESTING_DUMP)
+
+
+def later_gtids(*positions: str) -> str:
+    """MariaDB GTID positions ('domain-server-seq,…') combined: per domain, the later GTID."""
+    last: dict[int, tuple[int, int]] = {}
+    for position in positions:
+        for domain, server, seq in (
+            map(int, g.split("-")) for g in re.findall(r"(?<![\w:-])\d+-\d+-\d+(?![\w:-])", position)
+        ):
+            if domain not in last or seq > last[domain][1]:
+                last[domain] = (server, seq)
+    return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(last.items()))
 
 
 def _stopped(repository: Repository | None, channel: str, failure: ReceiverError | None) -> None:
     if repository is None:
         return
     if failure is None:
-        repository.set_receiver_state(channel, False)
+        repository.set_receiver_state(channel, "OFF", io_state.STOPPED)
     else:
         repository.record_io_error(channel, failure.errno, failure.message)
 
@@ -359,7 +577,13 @@ def _write_failure(exc: OSError, where: Path) -> ReceiverError:
 
 
 def _dump(
-    conn, settings: ReceiverSettings, start: SourcePosition, gtid_start: str | None, *, non_blocking: bool
+    conn,
+    settings: ReceiverSettings,
+    start: SourcePosition,
+    gtid_start: str | None,
+    *,
+    non_blocking: bool,
+    requesting: Callable[[], None],
 ) -> bool:
     """The session a MariaDB replica sets up, COM_REGISTER_SLAVE, then COM_BINLOG_DUMP; whether
     the events come with checksums. With gtid_start (MariaDB's 'domain-server-seq,…'), the dump
@@ -374,7 +598,8 @@ def _dump(
         cur.execute("SELECT @master_binlog_checksum")
         checksum = str(cur.fetchone()[0]).upper() == "CRC32"
         cur.execute(f"SET @mariadb_slave_capability = {MARIA_SLAVE_CAPABILITY_GTID}")
-        cur.execute(f"SET @master_heartbeat_period = {int(settings.heartbeat_period * 1e9)}")
+        # nanoseconds; asked often enough that STOP is heard within POLL_INTERVAL
+        cur.execute(f"SET @master_heartbeat_period = {int(settings.heartbeat_asked * 1e9)}")
     host = socket.gethostname().encode()[:255]
     register = (
         struct.pack("<I", settings.server_id)
@@ -385,6 +610,7 @@ def _dump(
     )  # fmt: skip
     conn._execute_command(COM_REGISTER_SLAVE, register)
     conn._read_ok_packet()
+    requesting()
     flags = BINLOG_DUMP_NON_BLOCK if non_blocking else 0
     name = start.file.encode()
     conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", start.pos, flags, settings.server_id) + name)

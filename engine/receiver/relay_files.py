@@ -121,6 +121,21 @@ class RelayLogFiles:
         if self._file is not None and self.pos >= self.max_size:
             self.open_new(repeat_source_format=True)
 
+    def purge_before(self, keep_from: str) -> list[Path]:
+        """relay_log_purge: the files listed before `keep_from` (never the last one) are removed
+        from the index, then deleted; the files removed."""
+        names = [path.name for path in self.files]
+        if keep_from not in names:
+            return []
+        cut = min(names.index(keep_from), len(self.files) - 1)
+        if cut <= 0:
+            return []
+        purged, self.files = self.files[:cut], self.files[cut:]
+        self._write_index()  # first: a reader never finds the index naming a deleted file
+        for path in purged:
+            path.unlink(missing_ok=True)
+        return purged
+
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()

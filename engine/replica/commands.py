@@ -38,14 +38,14 @@ __all__ = [
 _UNSIGNED_MAX = 2**64 - 1
 _SIGNED_MIN = -(2**63)
 
-_VALUE_KINDS = ("int", "string", "word", "default")
+_VALUE_KINDS = ("int", "decimal", "string", "word", "default")
 
 
 @dataclass(frozen=True, slots=True)
 class Value:
     """The right-hand side of an option or variable assignment, as typed."""
 
-    kind: str  # "int", "string", "word" (unquoted identifier, upper-cased) or "default"
+    kind: str  # "int", "decimal", "string", "word" (unquoted identifier, upper-cased) or "default"
     text: str
 
     def __post_init__(self) -> None:
@@ -215,6 +215,7 @@ channel: _FOR _CHANNEL (STRING | IDENT | QUOTED_IDENT)
 name: IDENT | QUOTED_IDENT
 
 value: STRING          -> string_value
+     | DECIMAL         -> decimal_value
      | UINT            -> int_value
      | "-" UINT        -> negative_int_value
      | "+" UINT        -> int_value
@@ -226,6 +227,7 @@ STRING: /'(?:[^'\\]|\\[\s\S]|'')*'/ | /"(?:[^"\\]|\\[\s\S]|"")*"/
 QUOTED_IDENT: /`(?:[^`]|``)+`/
 IDENT: /(?![0-9])[\w$]+/
 UINT: /[0-9]+/
+DECIMAL.2: /[0-9]+\.[0-9]*|\.[0-9]+/
 
 BLOCK_COMMENT: /\/\*[\s\S]*?\*\//
 // MySQL needs whitespace (or the end) after "--", so "--1" is minus minus one, not a comment.
@@ -325,6 +327,11 @@ class _ToCommand(Transformer):
 
     def negative_int_value(self, token: Token) -> Value:
         return Value("int", str(_checked_int("-" + token, _SIGNED_MIN, _UNSIGNED_MAX, "an integer value")))
+
+    def decimal_value(self, token: Token) -> Value:
+        if len(token) > 40:
+            raise CommandError(ER_WRONG_ARGUMENTS, f"Incorrect arguments to a decimal value: {token[:40]}")
+        return Value("decimal", str(token))
 
     def word_value(self, token: Token) -> Value:
         return Value("word", _name_text(token).upper())

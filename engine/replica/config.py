@@ -15,6 +15,16 @@
     source_delay = 0
     replica_parallel_workers = 2
 
+    [channels.live]                          # a source relaydeck receives from itself
+    relay_log = "relay/relay-bin"            # writes relay/relay-bin-live.000001 …
+    source_host = "127.0.0.1"
+    source_user = "repl"
+    source_password = "secret"
+    source_use_gtid = "slave_pos"            # or current_pos, no (file and position)
+    source_connect_retry = 60
+    source_retry_count = 86400
+    source_heartbeat_period = 30
+
 Each channel table becomes CHANGE REPLICATION SOURCE TO … FOR CHANNEL, and [variables] SET
 GLOBAL, executed when the server starts: the file and the statements are one path, and a
 channel the file configures is checked by the same rules as one a DBA configures by hand.
@@ -56,9 +66,11 @@ def _value(where: str, raw: object) -> Value:
         return Value("word", "ON" if raw else "OFF")
     if isinstance(raw, int):
         return Value("int", str(raw))
+    if isinstance(raw, float):
+        return Value("decimal", repr(raw))
     if isinstance(raw, str):
         return Value("string", raw)
-    raise ConfigError(f"{where}: a value is a string, an integer or a boolean, not {type(raw).__name__}")
+    raise ConfigError(f"{where}: a value is a string, a number or a boolean, not {type(raw).__name__}")
 
 
 def load_config(path: str | Path) -> ServeConfig:

@@ -3,7 +3,9 @@
 It connects with master_info's SOURCE_HOST, SOURCE_PORT, SOURCE_USER and SOURCE_PASSWORD, writes
 into the channel's relay logs (RELAY_LOG's folder and base name), starts where the receiver last
 recorded its position, else at SOURCE_LOG_FILE/SOURCE_LOG_POS, else after what the relay logs
-hold or at the source's first binary log. Its errors go to Last_IO_Errno/Last_IO_Error.
+hold or at the source's first binary log. It reconnects per SOURCE_CONNECT_RETRY and
+SOURCE_RETRY_COUNT, and takes silence for twice SOURCE_HEARTBEAT_PERIOD as a dead connection. Its
+errors go to Last_IO_Errno/Last_IO_Error.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..relaylog.index import channel_relay_log_names
 from ..repository import Repository
 
 ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
+ER_UNKNOWN_ERROR = 1105
 
 
 def relay_base(index: Path, channel: str) -> tuple[Path, str] | None:
@@ -33,12 +36,15 @@ def relay_base(index: Path, channel: str) -> tuple[Path, str] | None:
 class ReceiverRun(threading.Thread):
     """One START REPLICA IO_THREAD of one channel, until caught up (or STOP, with follow)."""
 
-    def __init__(self, repository: Repository, channel: str, index: Path, *, follow: bool) -> None:
+    def __init__(
+        self, repository: Repository, channel: str, index: Path, *, follow: bool, executed_gtids: str = ""
+    ) -> None:
         super().__init__(name=f"receiver-{channel}", daemon=True)
         self.repository = repository
         self.channel = channel
         self.index = index
         self.follow = follow
+        self.executed_gtids = executed_gtids  # the slave's, for SOURCE_USE_GTID
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -49,14 +55,30 @@ class ReceiverRun(threading.Thread):
         account = SourceAccount(mi.get("Host") or "", mi.get("Port") or 3306, mi.get("User_name") or "",
                                 mi.get("User_password") or "")  # fmt: skip
         directory, base = relay_base(self.index, self.channel) or (self.index.parent, "")
-        start = None
-        if self.repository.received(self.channel) is None and mi.get("Master_log_name"):
+        start = gtid_start = None
+        if mi.get("Using_gtid", "No") != "No":
+            # MariaDB's slave_pos: after the GTIDs the channel applied (receive() goes on after what
+            # the relay logs hold when they hold more). With no binary log of its own, a replica's
+            # current_pos is the same.
+            gtid_start = self.executed_gtids
+        elif self.repository.received(self.channel) is None and mi.get("Master_log_name"):
             start = SourcePosition(mi["Master_log_name"], mi.get("Master_log_pos") or 4)
         try:
             receive(
                 account,
-                ReceiverSettings(self.channel, directory, relay_log_base=base),
+                ReceiverSettings(
+                    self.channel,
+                    directory,
+                    relay_log_base=base,
+                    heartbeat_period=float(mi.get("Heartbeat") if mi.get("Heartbeat") is not None else 30.0),
+                    connect_retry=float(
+                        mi.get("Connect_retry") if mi.get("Connect_retry") is not None else 60
+                    ),
+                    retry_count=int(mi.get("Retry_count") if mi.get("Retry_count") is not None else 86400),
+                    relay_log_purge=relay_log_purge(self.repository),
+                ),
                 start=start,
+                gtid_start=gtid_start,
                 until_caught_up=not self.follow,
                 should_stop=self.stop.is_set,
                 repository=self.repository,
@@ -65,3 +87,16 @@ class ReceiverRun(threading.Thread):
             pass  # receive() recorded it as the channel's Last_IO_Errno / Last_IO_Error
         except RelaydeckError as exc:
             self.repository.record_io_error(self.channel, ER_SLAVE_RELAY_LOG_WRITE_FAILURE, exc.one_line())
+        except Exception as exc:  # unforeseen: the IO thread stops with it shown, never silently
+            message = account.scrub(
+                f"The receiver stopped on an unforeseen error: {type(exc).__name__}: {exc}"
+            )
+            self.repository.record_io_error(self.channel, ER_UNKNOWN_ERROR, message)
+
+
+def relay_log_purge(repository: Repository) -> bool:
+    """SET GLOBAL relay_log_purge (ON unless set OFF)."""
+    from .variables import VARIABLES, from_text
+
+    text = repository.global_variables().get("relay_log_purge")
+    return True if text is None else bool(from_text(VARIABLES["relay_log_purge"], text))

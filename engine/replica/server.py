@@ -8,7 +8,9 @@ channel it acts on and fails with MySQL's error numbers (engine/replica/errors.p
 Differences from MySQL a DBA should know:
 - START REPLICA IO_THREAD runs the channel's receiver (engine/replica/receiving.py) from
   SOURCE_HOST/PORT/USER/PASSWORD into RELAY_LOG's relay logs, until caught up (without follow)
-  or STOP REPLICA IO_THREAD; a START without IO_THREAD starts only the applier.
+  or STOP REPLICA IO_THREAD. START REPLICA starts it too for a channel with SOURCE_HOST and
+  SOURCE_USER (without follow, the applier starts once it caught up); a SOURCE_HOST alone is a
+  label of relay logs another replica writes. STOP REPLICA stops both.
 - RESET REPLICA never deletes relay-log files: they belong to the server that wrote them. It
   makes the channel read them from the start again. Executed GTIDs stay, as gtid_executed does
   on MySQL, so GTID transactions already applied are skipped.
@@ -78,11 +80,16 @@ _MASTER_INFO_OPTIONS = {
     "SOURCE_LOG_POS": ("Master_log_pos", "uint"),
     "SOURCE_CONNECT_RETRY": ("Connect_retry", "uint"),
     "SOURCE_RETRY_COUNT": ("Retry_count", "uint"),
-    "SOURCE_HEARTBEAT_PERIOD": ("Heartbeat", "uint"),
+    "SOURCE_HEARTBEAT_PERIOD": ("Heartbeat", "period"),
+    "SOURCE_USE_GTID": ("Using_gtid", "use_gtid"),  # MariaDB's MASTER_USE_GTID
     "SOURCE_AUTO_POSITION": ("Enabled_auto_position", "bool01"),
     "SOURCE_BIND": ("Bind", "string"),
     "SOURCE_PASSWORD": ("User_password", "string"),  # in the 0600 repository; never shown
 }
+# SOURCE_USE_GTID as MariaDB shows it (Using_Gtid); REPLICA_POS is MariaDB 11's word for SLAVE_POS
+_USE_GTID = {"SLAVE_POS": "Slave_Pos", "REPLICA_POS": "Slave_Pos", "CURRENT_POS": "Current_Pos", "NO": "No"}
+MAX_HEARTBEAT_PERIOD = 4294967  # seconds
+ER_SLAVE_HEARTBEAT_VALUE_OUT_OF_RANGE = 1703
 _RELAY_OPTIONS = {"RELAY_LOG_INDEX", "RELAY_LOG", "RELAY_LOG_FILE", "RELAY_LOG_POS"}
 _APPLIER_OPTIONS = {name.upper() for name, var in v.VARIABLES.items() if var.per_channel}
 CHANGE_OPTIONS = set(_MASTER_INFO_OPTIONS) | _RELAY_OPTIONS | _APPLIER_OPTIONS | {"SOURCE_DELAY"}
@@ -312,6 +319,14 @@ class ReplicaServer:
         for option, (column, kind) in _MASTER_INFO_OPTIONS.items():
             if option in options:
                 master_info[column] = _option_value(option, options[option], kind)
+        if master_info.get("Using_gtid", "No") != "No" and {"SOURCE_LOG_FILE", "SOURCE_LOG_POS"} & set(
+            options
+        ):
+            raise CommandError(
+                ER_WRONG_ARGUMENTS, "SOURCE_LOG_FILE/SOURCE_LOG_POS cannot be given with SOURCE_USE_GTID"
+            )
+        if {"SOURCE_LOG_FILE", "SOURCE_LOG_POS"} & set(options):
+            master_info["Using_gtid"] = "No"  # a file and position given: positioned by them, as MariaDB
         current = (self.repository.master_info(name) or {}) if exists else {}
         host = master_info.get("Host", current.get("Host"))
         port = master_info.get("Port", current.get("Port", 3306))
@@ -414,6 +429,7 @@ class ReplicaServer:
     def _start(self, cmd: StartReplica) -> Result:
         warnings: list[Warning_] = []
         targets = start_targets(self.repository, cmd)
+        started: list[ReceiverRun] = []
         if "IO_THREAD" in cmd.threads:
             for name in targets:
                 if self.receiving(name):
@@ -425,11 +441,17 @@ class ReplicaServer:
                         f"The server is not configured as slave; fix in config file or with CHANGE "
                         f"REPLICATION SOURCE TO SOURCE_HOST{for_channel(name)}",
                     )
-                receiver = ReceiverRun(self.repository, name, Path(self._index_of(name)), follow=self.follow)
-                self._receivers[name.lower()] = receiver
-                receiver.start()
+                started.append(self._start_receiver(name))
             if "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
+        elif not cmd.threads:
+            # START REPLICA: both threads of a channel that has a source to connect to
+            for name in targets:
+                if _receives(self.repository, name) and not self.receiving(name):
+                    started.append(self._start_receiver(name))
+        if not self.follow:
+            for receiver in started:  # without follow, the applier applies what was received
+                receiver.join()
         until = _until(cmd.until)
         for name in targets:
             if self.running(name):
@@ -437,6 +459,16 @@ class ReplicaServer:
                 continue
             self._start_channel(name, cmd.until, until)
         return Result(warnings=warnings)
+
+    def _start_receiver(self, name: str) -> ReceiverRun:
+        progress = self.slave.progress(name)
+        executed = progress.executed_gtids if progress is not None else ""
+        receiver = ReceiverRun(
+            self.repository, name, Path(self._index_of(name)), follow=self.follow, executed_gtids=executed
+        )
+        self._receivers[name.lower()] = receiver
+        receiver.start()
+        return receiver
 
     def _start_channel(self, name: str, clause: UntilClause | None, until: Until | None) -> None:
         rli = self.repository.relay_log_info(name) or {}
@@ -470,13 +502,13 @@ class ReplicaServer:
 
     def _stop(self, cmd: StopReplica) -> Result:
         warnings: list[Warning_] = []
-        if "IO_THREAD" in cmd.threads:
+        if "IO_THREAD" in cmd.threads or not cmd.threads:
             receivers = [self._receivers[n.lower()] for n in self._targets(cmd.channel) if self.receiving(n)]
             for receiver in receivers:
                 receiver.stop.set()
             for receiver in receivers:  # it stops between transactions, at the next event or heartbeat
                 receiver.join()
-            if "SQL_THREAD" not in cmd.threads:
+            if cmd.threads and "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
         stopping = []
         for name in self._targets(cmd.channel):
@@ -660,6 +692,13 @@ def start_targets(repository: Repository, cmd: StartReplica) -> list[str]:
     return [name]
 
 
+def _receives(repository: Repository, name: str) -> bool:
+    """Whether START REPLICA runs the channel's receiver too: it names a source to connect to
+    (SOURCE_HOST and SOURCE_USER). A SOURCE_HOST alone labels relay logs another replica writes."""
+    mi = repository.master_info(name) or {}
+    return bool(mi.get("Host") and mi.get("User_name"))
+
+
 def _relay_log_index(repository: Repository, name: str) -> str:
     return (repository.relay_log_info(name) or {}).get("Relay_log_index") or ""
 
@@ -667,6 +706,25 @@ def _relay_log_index(repository: Repository, name: str) -> str:
 def _option_value(option: str, value: Value, kind: str) -> Any:
     if kind == "string":
         return value.as_text()
+    if kind == "use_gtid":
+        choice = _USE_GTID.get(value.as_text().upper()) if value.kind in ("word", "string") else None
+        if choice is None:
+            raise CommandError(
+                ER_WRONG_ARGUMENTS, f"{option} is slave_pos, current_pos or no, not '{value.as_text()}'"
+            )
+        return choice
+    if kind == "period":
+        try:
+            seconds = float(value.as_text()) if value.kind in ("int", "decimal") else None
+        except ValueError:
+            seconds = None
+        if seconds is None or not 0 <= seconds <= MAX_HEARTBEAT_PERIOD:
+            raise CommandError(
+                ER_SLAVE_HEARTBEAT_VALUE_OUT_OF_RANGE,
+                "The requested value for the heartbeat period is either negative or exceeds the maximum "
+                f"allowed ({MAX_HEARTBEAT_PERIOD} seconds).",
+            )
+        return round(seconds, 3)  # MySQL keeps milliseconds
     number = value.as_int()
     limits = {"port": (0, 65535), "uint": (0, 2**32 - 1), "bool01": (0, 1), "delay": (0, 2**31 - 1)}[kind]
     if not limits[0] <= number <= limits[1]:

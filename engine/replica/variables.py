@@ -51,6 +51,8 @@ VARIABLES: dict[str, Variable] = {
         Variable("replica_checkpoint_group", "int", 512, 32, 524280, 8),
         Variable("replica_checkpoint_period", "int", 300, 1, 4294967295),
         Variable("sql_replica_skip_counter", "int", 0, 0, 4294967295, per_channel=False),
+        # the receiver deletes relay files the applier is done with (channels relaydeck receives)
+        Variable("relay_log_purge", "bool", True, per_channel=False),
     )
 }
 
