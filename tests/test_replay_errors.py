@@ -14,45 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from engine.binlog.constants import EventType
-from engine.binlog.writer import QueryStatusVars, query_body, xid_body
-from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
-
 from .conftest import replay_argv
-
-START = 1_700_000_000
-
-
-def write_relay_log(folder: Path, statements: list[tuple[str, bool]]) -> Path:
-    """Relay logs of DDL (standalone) and statement-format DML (BEGIN … COMMIT via XID) transactions."""
-    writer = RelayLogWriter(
-        ChannelSettings(
-            directory=folder,
-            source_uuid=uuid.UUID(int=7).bytes,
-            start_time=START,
-            max_binlog_size=1 << 20,
-            max_relay_log_size=1 << 20,
-        )
-    )
-    status = QueryStatusVars()
-    for i, (sql, is_ddl) in enumerate(statements):
-        ts = START + i
-        if is_ddl:
-            events = [
-                SourceEvent(EventType.QUERY, query_body(thread_id=1, db="shop", query=sql, status=status), ts)
-            ]
-        else:
-            events = [
-                SourceEvent(
-                    EventType.QUERY, query_body(thread_id=1, db="shop", query="BEGIN", status=status), ts
-                ),
-                SourceEvent(
-                    EventType.QUERY, query_body(thread_id=1, db="shop", query=sql, status=status), ts
-                ),
-                SourceEvent(EventType.XID, xid_body(100 + i), ts),
-            ]
-        writer.write_transaction(events, writeset=None, may_have_sbr=True, commit_timestamp_us=ts * 1_000_000)
-    return writer.close().index_file
+from .relay_logs import RelayLogBuilder, table_of, write_relay_log
 
 
 def replay(index: Path, slave: Path, repo: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -302,15 +265,13 @@ def test_duckdb_refusing_a_row_event_names_the_table_and_the_transaction(tmp_pat
     # The slave's table changed by hand (v now INTEGER): DuckDB refuses the row event's 'a'.
     from engine.binlog.constants import EventType
 
-    from .test_database_names import _Log, table_of
-
-    log = _Log(tmp_path / "relay")
+    log = RelayLogBuilder(tmp_path / "relay")
     log.ddl("CREATE DATABASE shop")
     log.ddl("CREATE TABLE shop.t (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", "shop")
     log.rows(table_of("shop"), EventType.WRITE_ROWS, [(1, "a")])
     index = log.close()
     slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
-    gtid = str(uuid.UUID(int=11))
+    gtid = str(log.source_uuid)
     assert replay(index, slave, repo, "--until-gtid", f"{gtid}:1-2").returncode == 0
     con = duckdb.connect(str(slave))
     con.execute("ALTER TABLE shop.t ALTER v TYPE INTEGER")

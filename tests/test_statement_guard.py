@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import uuid
 from pathlib import Path
 
 import duckdb
@@ -28,11 +27,11 @@ from engine.slave.rowapply import ApplyError
 from engine.slave.statements import SessionContext, StatementTranslator
 
 from .conftest import MULTISOURCE
+from .relay_logs import write_relay_log
 from .test_bad_input import raw_events, with_crc
-from .test_replay_errors import SETUP, replay, status_of, table_rows, write_relay_log
+from .test_replay_errors import GTID, SETUP, replay, status_of, table_rows
 from .test_replay_oracle import CHANNELS, assert_tables_equal, expected_tables
 
-GTID = f"{uuid.UUID(int=7)}"
 PASSWD_FIRST_LINE = Path("/etc/passwd").read_text().splitlines()[0]
 
 
