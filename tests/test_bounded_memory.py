@@ -9,6 +9,7 @@ applied, and the repaired log finishes it.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -94,13 +95,25 @@ def test_a_mixed_log_replays_exactly_under_a_small_budget(tmp_path, monkeypatch)
     assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
 
 
-def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_path, monkeypatch):
-    log = tmp_path / "cut"
-    shutil.copytree(large_log, log)
+@dataclass
+class CutLog:
+    """A relay log ended halfway through its last transaction, as if the rest had not arrived."""
+
+    transaction: Transaction
+    relay_file: Path  # the file cut, the last one the index lists
+    whole: bytes  # what it held
+    at: int  # where it now ends
+    index: Path
+    listed: str  # what the index listed
+
+    def restore(self) -> None:
+        self.index.write_text(self.listed)
+        self.relay_file.write_bytes(self.whole)
+
+
+def _cut_inside_the_last_transaction(log: Path) -> CutLog:
     last = _transactions(log)[-1]
     cut = last.events[len(last.events) // 2]  # well past its first parts
-    assert last.start.log_name == cut.log_name
-    # the relay log ends there: the cut file is the last one listed
     index = log / "relay-bin.index"
     listed = index.read_text()
     lines = listed.splitlines(keepends=True)
@@ -108,6 +121,26 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
     relay_file = log / cut.log_name
     whole = relay_file.read_bytes()
     relay_file.write_bytes(whole[: cut.pos])
+    return CutLog(last, relay_file, whole, cut.pos, index, listed)
+
+
+def _table_rows(slave_path: Path) -> dict[tuple[str, str], list[tuple]]:
+    slave = Slave(slave_path)
+    try:
+        return {
+            key: sorted(slave.con.execute(f'SELECT * FROM "{key[0]}"."{key[1]}"').fetchall())
+            for key in slave.user_tables()
+        }
+    finally:
+        slave.close()
+
+
+def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_path, monkeypatch):
+    log = tmp_path / "cut"
+    shutil.copytree(large_log, log)
+    cut = _cut_inside_the_last_transaction(log)
+    last = cut.transaction
+    assert last.start.log_name == cut.relay_file.name
 
     applier, parts = _replay(log, tmp_path / "slave.duckdb", BUDGET, monkeypatch)
     assert len(parts) >= 2
@@ -119,28 +152,17 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
         last.start.pos,
     )
     _replay(log, tmp_path / "whole.duckdb", BatchLimits().bytes)
-    check = Slave(tmp_path / "whole.duckdb")
-    try:
-        wanted = {
-            key: sorted(check.con.execute(f'SELECT * FROM "{key[0]}"."{key[1]}"').fetchall())
-            for key in check.user_tables()
-        }
-    finally:
-        check.close()
+    wanted = _table_rows(tmp_path / "whole.duckdb")
+    got = _table_rows(tmp_path / "slave.duckdb")
     cut_slave = Slave(tmp_path / "slave.duckdb")
     try:
-        got = {
-            key: sorted(cut_slave.con.execute(f'SELECT * FROM "{key[0]}"."{key[1]}"').fetchall())
-            for key in cut_slave.user_tables()
-        }
         commits = cut_slave.con.execute("SELECT count(*) FROM __relaydeck.commits").fetchone()[0]
     finally:
         cut_slave.close()
     assert got == wanted
     assert commits == len(_transactions(large_log)) - 1
 
-    index.write_text(listed)
-    relay_file.write_bytes(whole)  # the rest arrives: the next start applies the whole transaction
+    cut.restore()  # the rest arrives: the next start applies the whole transaction
     again, _ = _replay(log, tmp_path / "slave.duckdb", BUDGET)
     assert again.stats.transactions == 1
     assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
@@ -211,15 +233,8 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
     log = tmp_path / "live"
     shutil.copytree(large_log, log)
     transactions = _transactions(log)
-    last = transactions[-1]
-    cut = last.events[len(last.events) // 2]
-    index = log / "relay-bin.index"
-    listed = index.read_text()
-    lines = listed.splitlines(keepends=True)
-    index.write_text("".join(lines[: next(i for i, line in enumerate(lines) if cut.log_name in line) + 1]))
-    relay_file = log / cut.log_name
-    whole = relay_file.read_bytes()
-    relay_file.write_bytes(whole[: cut.pos])
+    cut = _cut_inside_the_last_transaction(log)
+    last = cut.transaction
 
     parts = []  # of the cut transaction
     apply_part = ChannelApplier._apply_part
@@ -232,7 +247,9 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
     monkeypatch.setattr(ChannelApplier, "_apply_part", counting)
     slave = Slave(tmp_path / "slave.duckdb")
     stop = threading.Event()
-    applier = ChannelApplier(slave, "", read_index(index), BatchLimits(bytes=BUDGET), stop=stop, follow=True)
+    applier = ChannelApplier(
+        slave, "", read_index(cut.index), BatchLimits(bytes=BUDGET), stop=stop, follow=True
+    )
     thread = threading.Thread(target=applier.run)
     thread.start()
     try:
@@ -242,8 +259,8 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
         assert len(parts) >= 2
         time.sleep(0.5)
         assert applier.progress.transactions == len(transactions) - 1  # the open one not committed
-        with relay_file.open("ab") as tail:
-            tail.write(whole[cut.pos :])
+        with cut.relay_file.open("ab") as tail:
+            tail.write(cut.whole[cut.at :])
         while applier.progress.transactions < len(transactions) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
