@@ -75,10 +75,7 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     from engine.receiver.receiver import ReceiverSettings, SourceAccount, receive
     from engine.receiver.stream import SourcePosition
 
-    try:
-        validate_channel_name(args.channel)
-    except ValueError as exc:
-        raise RelaydeckError(str(exc)) from None
+    validate_channel_name(args.channel)  # ERROR 3076, printed as every RelaydeckError
     if args.max_relay_log_size < 4096:
         raise RelaydeckError("--max-relay-log-size is at least 4096 bytes")
     password = args.password if args.password is not None else os.environ.get(PASSWORD_ENVIRONMENT, "")
