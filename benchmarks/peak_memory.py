@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from decode_throughput import ensure_relay_log  # noqa: E402
-from machine import measurement_header  # noqa: E402
+from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
+from machine import measurement_header, write_results  # noqa: E402
 
 from engine.replay import ChannelSpec, relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
@@ -138,9 +137,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size", type=float, default=100.0, help="relay-log size in MB (default 100)")
-    parser.add_argument("--workload", default="large")
-    parser.add_argument("--seed", type=int, default=1)
+    add_relay_log_options(parser, workload="large")
     parser.add_argument("--appliers", nargs="*", choices=sorted(APPLIERS), default=list(DEFAULT_APPLIERS))
     args = parser.parse_args()
     index = ensure_relay_log(args.workload, args.size, args.seed)
@@ -155,8 +152,7 @@ def main() -> int:
         appliers[name] = {"options": " ".join(APPLIERS[name]), **replay_measured(index, APPLIERS[name])}
         print(json.dumps({name: appliers[name]}), flush=True)
     results["appliers"] = appliers
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "peak_memory.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_results("peak_memory", results)
     return 0
 
 
