@@ -186,11 +186,13 @@ def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.applier.single import BatchLimits
+    from engine.replica.variables import VARIABLES
 
     if args.group_size is not None and args.group_size < 1:
         raise RelaydeckError("--group-size must be at least 1")
-    if args.pending_jobs_size_max < 1024:
-        raise RelaydeckError("--pending-jobs-size-max (replica_pending_jobs_size_max) is at least 1024")
+    least = VARIABLES["replica_pending_jobs_size_max"].minimum
+    if args.pending_jobs_size_max < least:
+        raise RelaydeckError(f"--pending-jobs-size-max (replica_pending_jobs_size_max) is at least {least}")
     defaults = BatchLimits()
     return BatchLimits(
         transactions=defaults.transactions if args.group_size is None else args.group_size,
