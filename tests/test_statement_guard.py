@@ -26,9 +26,9 @@ from engine.slave.guard import (
 from engine.slave.rowapply import ApplyError
 from engine.slave.statements import SessionContext, StatementTranslator
 
+from .binlog_frames import raw_events, with_crc
 from .conftest import MULTISOURCE
 from .relay_logs import write_relay_log
-from .test_bad_input import raw_events, with_crc
 from .test_replay_errors import GTID, SETUP, replay, status_of, table_rows
 from .test_replay_oracle import CHANNELS, assert_tables_equal, expected_tables
 
