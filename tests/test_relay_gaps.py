@@ -9,7 +9,6 @@ headers, independently of relaydeck's reader.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import struct
 import subprocess
@@ -28,6 +27,7 @@ from engine.relaylog.stream import stream_events
 
 from .binlog_frames import HEADER, RawEvent, raw_events, with_crc
 from .conftest import MULTISOURCE, ROOT, replay_argv
+from .test_replay_errors import status_of
 from .test_replay_oracle import assert_tables_equal
 
 RELAY = MULTISOURCE / "relay"
@@ -71,18 +71,15 @@ def replay(slave: Path, index: Path, *options: str) -> subprocess.CompletedProce
 
 
 def channel_status(slave: Path) -> dict[str, object]:
-    """SHOW REPLICA STATUS of channel m1 (`relaydeck status --json`)."""
-    command = [
-        sys.executable,
-        "-m",
-        "console.cli",
-        "status",
-        "--repository",
-        str(slave.with_suffix(".sqlite")),
-    ]
-    out = subprocess.run([*command, "--channel", "m1", "--json"], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return next(row for row in json.loads(out.stdout) if row["channel_name"] == "m1")
+    """SHOW REPLICA STATUS of channel m1, from the slave's repository (`relaydeck status --json`)."""
+    return status_of(slave.with_suffix(".sqlite"), "m1")
+
+
+def run_events(index: Path) -> subprocess.CompletedProcess[str]:
+    """`relaydeck events` in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 def assert_stopped_with_1594(
@@ -142,9 +139,7 @@ def test_events_reports_the_same_gap(tmp_path: Path) -> None:
     index = copy_m1(tmp_path / "relay")
     with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
         fh.truncate(TRUNCATED_SIZE)
-    run = subprocess.run(
-        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
-    )
+    run = run_events(index)
     assert run.returncode != 0
     assert run.stderr.startswith("relaydeck: relay-bin-m1.000011 at position 256: Relay log read failure: ")
     assert "master-bin.000005" in run.stderr and len(run.stderr.splitlines()) == 1
@@ -228,9 +223,7 @@ def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
     index.write_text("\n".join(lines) + "\n")
     with pytest.raises(RelayIndexError, match="out of order"):
         read_index(index)
-    run = subprocess.run(
-        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
-    )
+    run = run_events(index)
     assert run.returncode != 0 and "out of order" in run.stderr and "Traceback" not in run.stderr
 
 
