@@ -21,13 +21,9 @@ from engine.relaylog.stream import stream_events
 from engine.slave.database import Slave
 from engine.transactions import Transaction, assemble
 
-from .test_replay_oracle import assert_tables_equal
+from .test_replay_oracle import assert_tables_equal, expected_tables
 
 BUDGET = 64 << 10  # parts and chunks of 8 KB, batches of 16 KB; the rows events are about 8 KB
-
-
-def _expected(log: Path) -> dict[tuple[str, str], Path]:
-    return {(p.parent.name, p.stem): p for p in sorted((log / "expected").glob("*/*.csv"))}
 
 
 def _transactions(log: Path) -> list[Transaction]:
@@ -73,14 +69,14 @@ def test_held_bytes_stay_under_the_budget_with_transactions_larger_than_it(large
     # a part is its share, overshot by less than its last rows event (about 8 KB in this log)
     assert parts and max(parts) < BUDGET // 8 + 9000
     assert applier.stats.transactions == len(_transactions(large_log))
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))
 
 
 def test_the_default_budget_gives_the_same_tables_without_parts(large_log, tmp_path, monkeypatch):
     applier, parts = _replay(large_log, tmp_path / "slave.duckdb", BatchLimits().bytes, monkeypatch)
     assert parts == []
     assert applier.budget.peak <= BatchLimits().bytes
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))
 
 
 def test_a_mixed_log_replays_exactly_under_a_small_budget(tmp_path, monkeypatch):
@@ -92,7 +88,7 @@ def test_a_mixed_log_replays_exactly_under_a_small_budget(tmp_path, monkeypatch)
     applier, parts = _replay(log, tmp_path / "slave.duckdb", budget, monkeypatch)
     assert parts
     assert applier.budget.peak <= budget
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(log / "expected"))
 
 
 @dataclass
@@ -165,7 +161,7 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
     cut.restore()  # the rest arrives: the next start applies the whole transaction
     again, _ = _replay(log, tmp_path / "slave.duckdb", BUDGET)
     assert again.stats.transactions == 1
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(log / "expected"))
 
 
 def test_the_command_line_sets_the_budget_with_pending_jobs_size_max():
@@ -196,7 +192,7 @@ def test_set_global_replica_pending_jobs_size_max_bounds_the_single_applier(larg
         assert run.outcome.error is None
     finally:
         replica.close()
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))
 
 
 def test_the_budget_counts_the_process_pools_items_and_runs_read_again_once(tmp_path, monkeypatch):
@@ -269,4 +265,4 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
         slave.close()
     assert applier.progress.transactions == len(transactions)
     assert applier.budget.peak <= BUDGET
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))

@@ -21,8 +21,9 @@ CHANNELS = [
 ]
 
 
-def expected_tables() -> dict[tuple[str, str], Path]:
-    return {(p.parent.name, p.stem): p for p in sorted(EXPECTED.glob("*/*.csv"))}
+def expected_tables(folder: Path = EXPECTED) -> dict[tuple[str, str], Path]:
+    """(database, table) -> the oracle's CSV, of the bundled capture or of a generated log's folder."""
+    return {(p.parent.name, p.stem): p for p in sorted(folder.glob("*/*.csv"))}
 
 
 def assert_tables_equal(
