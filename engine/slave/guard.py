@@ -35,7 +35,7 @@ from ..errors import RelaydeckError
 from .database import INTERNAL_SCHEMA
 from .rowapply import ER_NO_SUCH_TABLE, ApplyError
 from .schema import Catalog
-from .untranslatable import UntranslatableStatement
+from .untranslatable import UntranslatableStatement, abbreviate
 
 ER_OPTION_PREVENTS_STATEMENT = 1290
 
@@ -177,13 +177,8 @@ class RefusedStatement(UntranslatableStatement):
         RelaydeckError.__init__(
             self,
             "The slave is running with the relay-log statement allow-list so it cannot execute "
-            f"this statement: {reason}; statement {_flat(statement)!r}",
+            f"this statement: {reason}; statement {abbreviate(statement, ellipsis='…')!r}",
         )
-
-
-def _flat(sql: str, limit: int = 160) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _is_internal(schema: str) -> bool:
@@ -267,5 +262,5 @@ def _sql_name(node: exp.Expression) -> str:
 
 
 def _describe(node: exp.Expression) -> str:
-    text = _flat(node.sql(dialect="duckdb"), 60)
+    text = abbreviate(node.sql(dialect="duckdb"), 60, "…")
     return f"{type(node).__name__} {text!r}"
