@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from commands import relaydeck_command
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "benchmarks" / "work"
@@ -26,22 +27,8 @@ def ensure_relay_log(workload: str, size: float, seed: int) -> Path:
     if not index.exists():
         if out.exists():
             shutil.rmtree(out)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "console.cli",
-                "generate",
-                "--workload",
-                workload,
-                "--seed",
-                str(seed),
-                "--out",
-                str(out),
-                "--size",
-                str(size),
-            ],
-            check=True,
-            cwd=ROOT,
+        command = relaydeck_command(
+            "generate", "--workload", workload, "--seed", str(seed), "--out", str(out), "--size", str(size)
         )
+        subprocess.run(command, check=True, cwd=ROOT)
     return index

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from commands import replay_command  # noqa: E402
 from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
@@ -84,19 +85,7 @@ def tree_pss_kb(root: int) -> int:
 def replay_measured(index: Path, options: list[str]) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="relaydeck-memory-"))
     try:
-        cmd = [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "replay",
-            "--slave",
-            str(work / "slave.duckdb"),
-            "--repository",
-            str(work / "repo.sqlite"),
-            "--channel",
-            f"={index}",
-            *options,
-        ]
+        cmd = replay_command(work / "slave.duckdb", work / "repo.sqlite", [f"={index}"], options)
         log = (work / "output").open("w+")
         start = time.perf_counter()
         child = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CAPTURE = ROOT / "fixtures" / "mariadb-10.11-multisource"
 sys.path.insert(0, str(ROOT))
 
+from commands import replay_command  # noqa: E402
 from generated_logs import ensure_relay_log  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
@@ -112,18 +113,7 @@ class Lab:
 
     def command(self, options: list[str]) -> list[str]:
         channels = [f"{name}={self.folder / 'relay' / index}" for name, index in self.source.channels.items()]
-        return [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "replay",
-            "--slave",
-            str(self.slave),
-            "--repository",
-            str(self.repository),
-            *(a for c in channels for a in ("--channel", c)),
-            *options,
-        ]
+        return replay_command(self.slave, self.repository, channels, options)
 
     def wal_size(self) -> int:
         try:
