@@ -28,10 +28,9 @@ from engine.relaylog.stream import stream_events
 from .binlog_frames import HEADER, RawEvent, raw_events, with_crc
 from .conftest import MULTISOURCE, ROOT, replay_argv
 from .test_replay_errors import status_of
-from .test_replay_oracle import assert_tables_equal
+from .test_replay_oracle import M1_SCHEMAS, assert_tables_equal, expected_tables
 
 RELAY = MULTISOURCE / "relay"
-M1_SCHEMAS = {"sbtest1", "sbtest2", "sbtest3"}
 MARIADB_GTID, XID, IGNORABLE = 162, 16, 0x80
 TRUNCATED_FILE, TRUNCATED_SIZE = "relay-bin-m1.000010", 591_304  # the case
 APPLIERS = {
@@ -39,14 +38,6 @@ APPLIERS = {
     "threads": ["--workers", "2"],
     "processes": ["--workers", "2", "--pool", "processes"],
 }
-
-
-def m1_expected() -> dict[tuple[str, str], Path]:
-    return {
-        (p.parent.name, p.stem): p
-        for p in (MULTISOURCE / "expected").glob("*/*.csv")
-        if p.parent.name in M1_SCHEMAS
-    }
 
 
 def copy_m1(folder: Path) -> Path:
@@ -132,7 +123,7 @@ def test_a_truncated_middle_file_stops_at_the_last_whole_transaction_and_a_repai
     rerun = replay(slave, index, *APPLIERS[applier])
     assert rerun.returncode == 0, rerun.stderr
     assert channel_status(slave)["executed_gtid_set"] == "1-1-2145"
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 def test_events_reports_the_same_gap(tmp_path: Path) -> None:
@@ -213,7 +204,7 @@ def test_a_file_missing_from_the_index_is_an_error_and_the_repaired_index_replay
     shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
     rerun = replay(slave, index)
     assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
@@ -253,7 +244,7 @@ def test_a_damaged_index_stops_the_channel_where_it_stood_and_the_repaired_index
         shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
     rerun = replay(slave, index)
     assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 def test_a_relay_file_other_than_the_one_its_predecessor_rotates_to_is_a_gap() -> None:
@@ -297,7 +288,7 @@ def test_a_gtid_with_a_damaged_sequence_number_is_a_gap_not_later_transactions_a
     rerun = replay(slave, index, *APPLIERS[applier])
     assert rerun.returncode == 0, rerun.stderr
     assert "(0 already applied)" in rerun.stdout
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 @pytest.mark.parametrize("applier", ["single", "threads"])
@@ -323,7 +314,7 @@ def test_a_transaction_whose_xid_is_missing_is_not_dropped_silently(tmp_path: Pa
     assert "no COMMIT or XID" in line
     shutil.copyfile(RELAY / "relay-bin-m1.000008", damaged)
     assert replay(slave, index, *APPLIERS[applier]).returncode == 0
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 # ---------------------------------------------------------------------------
