@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from pathlib import Path
 from typing import TextIO
 
 from engine.errors import RelaydeckError
+from engine.gtids import maria_gtid_list
 from engine.relaylog.index import validate_channel_name
 from engine.render import visible
 
@@ -81,12 +81,14 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     password = args.password if args.password is not None else os.environ.get(PASSWORD_ENVIRONMENT, "")
     if args.from_file and args.from_gtid is not None:
         raise RelaydeckError("give --from-file or --from-gtid, not both")
-    if args.from_gtid is not None and not re.fullmatch(
-        r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|", args.from_gtid.replace(" ", "")
-    ):
-        raise RelaydeckError(
-            f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
-        )
+    gtid_start = None
+    if args.from_gtid is not None:
+        try:
+            gtid_start = maria_gtid_list(args.from_gtid)
+        except ValueError:
+            raise RelaydeckError(
+                f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
+            ) from None
     start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
     repository = None
     if args.repository is not None:
@@ -99,7 +101,7 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
             SourceAccount(args.host, args.port, args.user, password),
             ReceiverSettings(args.channel, args.relay_dir, args.server_id, args.max_relay_log_size),
             start=start,
-            gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
+            gtid_start=gtid_start,
             until_caught_up=args.stop_after_seconds is None,
             stop_after=args.stop_after_seconds,
             repository=repository,
