@@ -21,11 +21,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORK = ROOT / "benchmarks" / "work"
-RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from machine import measurement_header  # noqa: E402
+from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
+from machine import measurement_header, write_results  # noqa: E402
 
 
 def run_timed(cmd: list[str]) -> tuple[float, float]:
@@ -39,40 +38,11 @@ def run_timed(cmd: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def ensure_relay_log(workload: str, size: float, seed: int) -> Path:
-    out = WORK / f"{workload}-{seed}-{size:g}MB"
-    index = out / "relay-bin.index"
-    if not index.exists():
-        if out.exists():
-            shutil.rmtree(out)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "console.cli",
-                "generate",
-                "--workload",
-                workload,
-                "--seed",
-                str(seed),
-                "--out",
-                str(out),
-                "--size",
-                str(size),
-            ],
-            check=True,
-            cwd=ROOT,
-        )
-    return index
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size", type=float, default=100.0, help="relay-log size in MB (default 100)")
-    parser.add_argument("--workload", default="oltp")
-    parser.add_argument("--seed", type=int, default=1)
+    add_relay_log_options(parser, workload="oltp")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
@@ -129,8 +99,7 @@ def main() -> int:
         / result["mariadb_binlog_decode_rows_vv"]["mb_per_s_cpu"],
         3,
     )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "decode_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_results("decode_throughput", result)
     print(json.dumps(result, indent=2))
     return 0
 

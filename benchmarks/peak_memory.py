@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from decode_throughput import ensure_relay_log  # noqa: E402
-from machine import measurement_header  # noqa: E402
+from commands import replay_command  # noqa: E402
+from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
+from machine import measurement_header, write_results  # noqa: E402
 
 from engine.replay import ChannelSpec, relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
@@ -85,19 +85,7 @@ def tree_pss_kb(root: int) -> int:
 def replay_measured(index: Path, options: list[str]) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="relaydeck-memory-"))
     try:
-        cmd = [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "replay",
-            "--slave",
-            str(work / "slave.duckdb"),
-            "--repository",
-            str(work / "repo.sqlite"),
-            "--channel",
-            f"={index}",
-            *options,
-        ]
+        cmd = replay_command(work / "slave.duckdb", work / "repo.sqlite", [f"={index}"], options)
         log = (work / "output").open("w+")
         start = time.perf_counter()
         child = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -138,9 +126,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size", type=float, default=100.0, help="relay-log size in MB (default 100)")
-    parser.add_argument("--workload", default="large")
-    parser.add_argument("--seed", type=int, default=1)
+    add_relay_log_options(parser, workload="large")
     parser.add_argument("--appliers", nargs="*", choices=sorted(APPLIERS), default=list(DEFAULT_APPLIERS))
     args = parser.parse_args()
     index = ensure_relay_log(args.workload, args.size, args.seed)
@@ -155,8 +141,7 @@ def main() -> int:
         appliers[name] = {"options": " ".join(APPLIERS[name]), **replay_measured(index, APPLIERS[name])}
         print(json.dumps({name: appliers[name]}), flush=True)
     results["appliers"] = appliers
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "peak_memory.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_results("peak_memory", results)
     return 0
 
 

@@ -23,12 +23,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 PEER = ROOT.parent / "shared" / "peer" / "peer.sh"
 sys.path.insert(0, str(ROOT))
 
-from decode_throughput import ensure_relay_log  # noqa: E402
-from machine import measurement_header  # noqa: E402
+from generated_logs import ensure_relay_log  # noqa: E402
+from machine import measurement_header, write_results  # noqa: E402
 
 from engine.applier.parallel import ParallelOptions  # noqa: E402
 from engine.replay import ChannelSpec, Replay, relay_bytes  # noqa: E402
@@ -253,8 +252,7 @@ def main() -> int:
             else None,
         }
         print(json.dumps({k: v for k, v in results["peer"].items() if k != "rounds"}, indent=2))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "replay_throughput.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_results("replay_throughput", results)
     return 0
 
 

@@ -48,12 +48,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 CAPTURE = ROOT / "fixtures" / "mariadb-10.11-multisource"
 sys.path.insert(0, str(ROOT))
 
-from decode_throughput import ensure_relay_log  # noqa: E402
-from machine import measurement_header  # noqa: E402
+from commands import replay_command  # noqa: E402
+from generated_logs import ensure_relay_log  # noqa: E402
+from machine import measurement_header, write_results  # noqa: E402
 
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402
@@ -82,16 +82,10 @@ WAL_POLL_S = 0.002
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 APPLIERS: dict[str, list[str]] = {
     "single": [],
-    "threads-database": ["--workers", "4", "--parallel-type", "database", "--preserve-commit-order", "off"],
-    "threads-logical_clock": [
-        "--workers",
-        "4",
-        "--parallel-type",
-        "logical_clock",
-        "--preserve-commit-order",
-        "off",
-    ],
-    "threads-writeset": ["--workers", "4", "--parallel-type", "writeset", "--preserve-commit-order", "off"],
+    **{
+        f"threads-{kind}": ["--workers", "4", "--parallel-type", kind, "--preserve-commit-order", "off"]
+        for kind in ("database", "logical_clock", "writeset")
+    },
     "processes": ["--workers", "2", "--pool", "processes"],
     "spark": ["--workers", "2", "--pool", "spark", "--parallel-type", "writeset"],
 }
@@ -119,18 +113,7 @@ class Lab:
 
     def command(self, options: list[str]) -> list[str]:
         channels = [f"{name}={self.folder / 'relay' / index}" for name, index in self.source.channels.items()]
-        return [
-            sys.executable,
-            "-m",
-            "console.cli",
-            "replay",
-            "--slave",
-            str(self.slave),
-            "--repository",
-            str(self.repository),
-            *(a for c in channels for a in ("--channel", c)),
-            *options,
-        ]
+        return replay_command(self.slave, self.repository, channels, options)
 
     def wal_size(self) -> int:
         try:
@@ -425,9 +408,7 @@ def main() -> int:
         print_table(source, appliers, baseline is not None)
         everything_exact = everything_exact and all(r["exact"] for r in appliers.values())
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / "restart_latency.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out = write_results("restart_latency", results)
     print(f"written to {out.relative_to(ROOT)}")
     return 0 if everything_exact else 1
 

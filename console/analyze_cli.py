@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from console.channel_option import add_channel_option, channel_and_index
 from engine.errors import RelaydeckError
 from engine.relaylog.index import validate_channel_name
 from engine.render import visible
@@ -27,13 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "scheduler, and the hottest keys and tables. The WRITESET dependencies are the multi-threaded "
         "applier's on a fresh slave; --schedule-out writes them for a replay to use.",
     )
-    parser.add_argument(
-        "--channel",
-        action="append",
-        required=True,
-        metavar="NAME=INDEX_FILE",
-        help="a channel and its relay-log index (repeat for several); a bare INDEX_FILE is the default channel",
-    )
+    add_channel_option(parser, "repeat for several")
     parser.add_argument("--json", action="store_true", help="the analysis as one JSON document")
     parser.add_argument(
         "--workers",
@@ -82,10 +77,8 @@ def worker_counts(text: str) -> tuple[int, ...]:
 def parse_channels(values: list[str]) -> list[tuple[str, Path]]:
     channels = []
     for text in values:
-        name, sep, index = text.partition("=")
-        if not sep:
-            name, index = "", text  # a bare index file is the default channel ''
-        channels.append((validate_channel_name(name), Path(index)))
+        name, index = channel_and_index(text)
+        channels.append((validate_channel_name(name), index))
     names = [name.lower() for name, _ in channels]
     if len(set(names)) != len(names):
         raise RelaydeckError("a channel is named twice")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple, TextIO
 
+from console.channel_option import add_channel_option, channel_and_index
 from engine.binlog.columns import decode_rows_event
 from engine.binlog.constants import EVENT_TYPE_NAMES, event_type_name
 from engine.binlog.events import RowsEvent, TableMap
@@ -156,16 +157,6 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _channel_spec(text: str):  # type: ignore[no-untyped-def]
-    from engine.replay import ChannelSpec
-
-    name, sep, index = text.partition("=")
-    if not sep:
-        # a bare index file is the default channel ''
-        name, index = "", text
-    return ChannelSpec(name, Path(index))
-
-
 def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.applier.single import Until, gtid_set_text
 
@@ -195,11 +186,13 @@ def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.applier.single import BatchLimits
+    from engine.replica.variables import VARIABLES
 
     if args.group_size is not None and args.group_size < 1:
         raise RelaydeckError("--group-size must be at least 1")
-    if args.pending_jobs_size_max < 1024:
-        raise RelaydeckError("--pending-jobs-size-max (replica_pending_jobs_size_max) is at least 1024")
+    least = VARIABLES["replica_pending_jobs_size_max"].minimum
+    if args.pending_jobs_size_max < least:
+        raise RelaydeckError(f"--pending-jobs-size-max (replica_pending_jobs_size_max) is at least {least}")
     defaults = BatchLimits()
     return BatchLimits(
         transactions=defaults.transactions if args.group_size is None else args.group_size,
@@ -259,9 +252,9 @@ def _schedules(args: argparse.Namespace, specs, parallel) -> dict[str, tuple[int
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     """Apply every channel's relay logs to the slave, then exit."""
-    from engine.replay import Replay
+    from engine.replay import ChannelSpec, Replay
 
-    specs = [_channel_spec(c) for c in args.channel]
+    specs = [ChannelSpec(*channel_and_index(c)) for c in args.channel]
     parallel = _parallel_options(args)
     schedules = _schedules(args, specs, parallel)
     show_bar = out is sys.stdout and sys.stdout.isatty()
@@ -584,13 +577,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("replay", help="apply relay logs to a DuckDB slave (exits at the end of the logs)")
     rep.add_argument("--slave", required=True, metavar="SLAVE.duckdb")
     rep.add_argument("--repository", required=True, metavar="REPO.sqlite")
-    rep.add_argument(
-        "--channel",
-        action="append",
-        required=True,
-        metavar="NAME=INDEX_FILE",
-        help="a channel and its relay-log index (repeat for fan-in); a bare INDEX_FILE is the default channel",
-    )
+    add_channel_option(rep, "repeat for fan-in")
     rep.add_argument(
         "--workers", type=int, default=0, metavar="N", help="replica_parallel_workers (0: single applier)"
     )

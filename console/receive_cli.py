@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from engine.errors import RelaydeckError
+from engine.gtids import maria_gtid_list
 from engine.relaylog.index import validate_channel_name
 from engine.render import visible
 
@@ -97,21 +97,20 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     from engine.receiver.receiver import ReceiverSettings, SourceAccount, receive
     from engine.receiver.stream import SourcePosition
 
-    try:
-        validate_channel_name(args.channel)
-    except ValueError as exc:
-        raise RelaydeckError(str(exc)) from None
+    validate_channel_name(args.channel)  # ERROR 3076, printed as every RelaydeckError
     if args.max_relay_log_size < 4096:
         raise RelaydeckError("--max-relay-log-size is at least 4096 bytes")
     password = args.password if args.password is not None else os.environ.get(PASSWORD_ENVIRONMENT, "")
     if args.from_file and args.from_gtid is not None:
         raise RelaydeckError("give --from-file or --from-gtid, not both")
-    if args.from_gtid is not None and not re.fullmatch(
-        r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|", args.from_gtid.replace(" ", "")
-    ):
-        raise RelaydeckError(
-            f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
-        )
+    gtid_start = None
+    if args.from_gtid is not None:
+        try:
+            gtid_start = maria_gtid_list(args.from_gtid)
+        except ValueError:
+            raise RelaydeckError(
+                f"--from-gtid: {visible(args.from_gtid)!r} is not a MariaDB GTID list (domain-server-seq,…)"
+            ) from None
     if args.connect_retry < 0 or args.retry_count < 0 or args.heartbeat_period < 0:
         raise RelaydeckError("--connect-retry, --retry-count and --heartbeat-period are not negative")
     start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
@@ -134,7 +133,7 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
                 retry_count=args.retry_count,
             ),
             start=start,
-            gtid_start=None if args.from_gtid is None else args.from_gtid.replace(" ", ""),
+            gtid_start=gtid_start,
             until_caught_up=args.stop_after_seconds is None,
             stop_after=args.stop_after_seconds,
             repository=repository,

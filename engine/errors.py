@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 
+def escaped(text: str) -> str:
+    """The text on one line, nothing hidden: what does not print as itself (line breaks, control
+    bytes, bidi overrides…) written as Python escapes (\\n, \\x1b, \\u202e)."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 class RelaydeckError(Exception):
     """Base of every error relaydeck reports in one line."""
 
     def one_line(self) -> str:
         """The message on one line: names from the log may hold line breaks and control bytes."""
-        return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(self))
+        return escaped(str(self))
 
 
 class BinlogError(RelaydeckError):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_MARIA_GTID_LIST = re.compile(r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|")
 
 
 @dataclass(slots=True, unsafe_hash=True, order=True)
@@ -110,6 +113,15 @@ class MariaGtid:
         if len(parts) != 3 or not all(x.isdigit() for x in parts):
             raise ValueError(f"malformed MariaDB GTID {text!r}")
         return cls(int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+def maria_gtid_list(text: str) -> str:
+    """A MariaDB GTID list as @slave_connect_state takes it ('domain-server-seq,…'; '' for the
+    start), its spaces dropped; ValueError when it is not one."""
+    compact = text.replace(" ", "")
+    if not _MARIA_GTID_LIST.fullmatch(compact):
+        raise ValueError(f"{text!r} is not a MariaDB GTID list (domain-server-seq,…)")
+    return compact
 
 
 class ExecutedGtids:

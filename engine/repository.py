@@ -439,6 +439,12 @@ def _epoch(value: str | None) -> float | None:
     return datetime.fromisoformat(value).replace(tzinfo=UTC).timestamp()
 
 
+def _error_timestamp(value: str | None) -> str:
+    """A stored error timestamp as SHOW REPLICA STATUS prints it: YYMMDD hh:mm:ss, empty for none."""
+    at = _epoch(value)
+    return "" if at is None else datetime.fromtimestamp(at, UTC).strftime("%y%m%d %H:%M:%S")
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str):
         raise InvalidChannelName(f"a channel name is a string, not {type(name).__name__}")
@@ -558,8 +564,6 @@ class ChannelStatus:
 
     def show_replica_status(self) -> dict[str, Any]:
         """The fields under SHOW REPLICA STATUS's own labels, in its order."""
-        error_at = _epoch(self.last_error_timestamp)
-        io_error_at = _epoch(self.last_io_error_timestamp)
         return {
             "Replica_IO_State": self.replica_io_state,
             "Source_Host": self.source_host,
@@ -581,15 +585,8 @@ class ChannelStatus:
                 None if self.seconds_behind_source is None else int(self.seconds_behind_source)
             ),
             "SQL_Delay": self.sql_delay,
-            # MySQL prints these as YYMMDD hh:mm:ss
-            "Last_IO_Error_Timestamp": (
-                ""
-                if io_error_at is None
-                else datetime.fromtimestamp(io_error_at, UTC).strftime("%y%m%d %H:%M:%S")
-            ),
-            "Last_SQL_Error_Timestamp": (
-                "" if error_at is None else datetime.fromtimestamp(error_at, UTC).strftime("%y%m%d %H:%M:%S")
-            ),
+            "Last_IO_Error_Timestamp": _error_timestamp(self.last_io_error_timestamp),
+            "Last_SQL_Error_Timestamp": _error_timestamp(self.last_error_timestamp),
             "Retrieved_Gtid_Set": self.retrieved_gtid_set,
             "Executed_Gtid_Set": self.executed_gtid_set,
             "Channel_Name": self.channel_name,

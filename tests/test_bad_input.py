@@ -31,14 +31,14 @@ from engine.binlog.reader import BinlogFile
 from engine.errors import ChecksumMismatch, RelayIndexError, TruncatedEvent, UnknownEvent
 from engine.relaylog.index import read_index
 
+from .binlog_frames import HEADER_LEN, RawEvent, raw_events, with_crc
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 RELAY = ROOT / "fixtures" / "mariadb-10.11-multisource" / "relay"
 PUBLIC = ROOT / "fixtures" / "public-binlogs"
 M2_FIRST, M2_SECOND = RELAY / "relay-bin-m2.000001", RELAY / "relay-bin-m2.000002"
 
-HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
-HEADER_LEN = 19
 MAGIC = b"\xfebin"
 CUT_TO = 20_000  # the MariaDB relay log is cut to ~20 KB (at an event boundary): plenty of event kinds
 TIMEOUT = 60  # seconds; a hang fails the test instead of the suite
@@ -54,30 +54,6 @@ UNKNOWN_TYPE = 99
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RawEvent:
-    pos: int
-    size: int
-    type_code: int
-    flags: int
-
-    @property
-    def end(self) -> int:
-        return self.pos + self.size
-
-
-def raw_events(data: bytes) -> tuple[list[RawEvent], int]:
-    """The events whose header and length fit the file, and the position where that stops."""
-    pos, events = 4, []
-    while pos + HEADER_LEN <= len(data):
-        _, type_code, _, size, _, flags = HEADER.unpack_from(data, pos)
-        if size < HEADER_LEN or pos + size > len(data):
-            break
-        events.append(RawEvent(pos, size, type_code, flags))
-        pos += size
-    return events, pos
-
-
 def cut_at_boundary(data: bytes, limit: int) -> bytes:
     """The longest prefix of whole events no longer than `limit` bytes."""
     end = 4
@@ -86,12 +62,6 @@ def cut_at_boundary(data: bytes, limit: int) -> bytes:
             break
         end = ev.end
     return data[:end]
-
-
-def with_crc(data: bytearray, ev: RawEvent) -> bytearray:
-    """Recompute one event's CRC32 trailer, so that only the deliberate change is wrong."""
-    struct.pack_into("<I", data, ev.end - 4, zlib.crc32(data[ev.pos : ev.end - 4]))
-    return data
 
 
 # ---------------------------------------------------------------------------

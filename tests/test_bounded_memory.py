@@ -9,6 +9,7 @@ applied, and the repaired log finishes it.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,9 @@ from engine.relaylog.stream import stream_events
 from engine.slave.database import Slave
 from engine.transactions import Transaction, assemble
 
-from .test_replay_oracle import assert_tables_equal
+from .test_replay_oracle import assert_tables_equal, expected_tables
 
 BUDGET = 64 << 10  # parts and chunks of 8 KB, batches of 16 KB; the rows events are about 8 KB
-
-
-def _expected(log: Path) -> dict[tuple[str, str], Path]:
-    return {(p.parent.name, p.stem): p for p in sorted((log / "expected").glob("*/*.csv"))}
 
 
 def _transactions(log: Path) -> list[Transaction]:
@@ -72,14 +69,14 @@ def test_held_bytes_stay_under_the_budget_with_transactions_larger_than_it(large
     # a part is its share, overshot by less than its last rows event (about 8 KB in this log)
     assert parts and max(parts) < BUDGET // 8 + 9000
     assert applier.stats.transactions == len(_transactions(large_log))
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))
 
 
 def test_the_default_budget_gives_the_same_tables_without_parts(large_log, tmp_path, monkeypatch):
     applier, parts = _replay(large_log, tmp_path / "slave.duckdb", BatchLimits().bytes, monkeypatch)
     assert parts == []
     assert applier.budget.peak <= BatchLimits().bytes
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))
 
 
 def test_a_mixed_log_replays_exactly_under_a_small_budget(tmp_path, monkeypatch):
@@ -91,16 +88,28 @@ def test_a_mixed_log_replays_exactly_under_a_small_budget(tmp_path, monkeypatch)
     applier, parts = _replay(log, tmp_path / "slave.duckdb", budget, monkeypatch)
     assert parts
     assert applier.budget.peak <= budget
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(log / "expected"))
 
 
-def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_path, monkeypatch):
-    log = tmp_path / "cut"
-    shutil.copytree(large_log, log)
+@dataclass
+class CutLog:
+    """A relay log ended halfway through its last transaction, as if the rest had not arrived."""
+
+    transaction: Transaction
+    relay_file: Path  # the file cut, the last one the index lists
+    whole: bytes  # what it held
+    at: int  # where it now ends
+    index: Path
+    listed: str  # what the index listed
+
+    def restore(self) -> None:
+        self.index.write_text(self.listed)
+        self.relay_file.write_bytes(self.whole)
+
+
+def _cut_inside_the_last_transaction(log: Path) -> CutLog:
     last = _transactions(log)[-1]
     cut = last.events[len(last.events) // 2]  # well past its first parts
-    assert last.start.log_name == cut.log_name
-    # the relay log ends there: the cut file is the last one listed
     index = log / "relay-bin.index"
     listed = index.read_text()
     lines = listed.splitlines(keepends=True)
@@ -108,6 +117,26 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
     relay_file = log / cut.log_name
     whole = relay_file.read_bytes()
     relay_file.write_bytes(whole[: cut.pos])
+    return CutLog(last, relay_file, whole, cut.pos, index, listed)
+
+
+def _table_rows(slave_path: Path) -> dict[tuple[str, str], list[tuple]]:
+    slave = Slave(slave_path)
+    try:
+        return {
+            key: sorted(slave.con.execute(f'SELECT * FROM "{key[0]}"."{key[1]}"').fetchall())
+            for key in slave.user_tables()
+        }
+    finally:
+        slave.close()
+
+
+def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_path, monkeypatch):
+    log = tmp_path / "cut"
+    shutil.copytree(large_log, log)
+    cut = _cut_inside_the_last_transaction(log)
+    last = cut.transaction
+    assert last.start.log_name == cut.relay_file.name
 
     applier, parts = _replay(log, tmp_path / "slave.duckdb", BUDGET, monkeypatch)
     assert len(parts) >= 2
@@ -119,31 +148,20 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
         last.start.pos,
     )
     _replay(log, tmp_path / "whole.duckdb", BatchLimits().bytes)
-    check = Slave(tmp_path / "whole.duckdb")
-    try:
-        wanted = {
-            key: sorted(check.con.execute(f'SELECT * FROM "{key[0]}"."{key[1]}"').fetchall())
-            for key in check.user_tables()
-        }
-    finally:
-        check.close()
+    wanted = _table_rows(tmp_path / "whole.duckdb")
+    got = _table_rows(tmp_path / "slave.duckdb")
     cut_slave = Slave(tmp_path / "slave.duckdb")
     try:
-        got = {
-            key: sorted(cut_slave.con.execute(f'SELECT * FROM "{key[0]}"."{key[1]}"').fetchall())
-            for key in cut_slave.user_tables()
-        }
         commits = cut_slave.con.execute("SELECT count(*) FROM __relaydeck.commits").fetchone()[0]
     finally:
         cut_slave.close()
     assert got == wanted
     assert commits == len(_transactions(large_log)) - 1
 
-    index.write_text(listed)
-    relay_file.write_bytes(whole)  # the rest arrives: the next start applies the whole transaction
+    cut.restore()  # the rest arrives: the next start applies the whole transaction
     again, _ = _replay(log, tmp_path / "slave.duckdb", BUDGET)
     assert again.stats.transactions == 1
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(log / "expected"))
 
 
 def test_the_command_line_sets_the_budget_with_pending_jobs_size_max():
@@ -174,7 +192,7 @@ def test_set_global_replica_pending_jobs_size_max_bounds_the_single_applier(larg
         assert run.outcome.error is None
     finally:
         replica.close()
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))
 
 
 def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large_log, tmp_path, monkeypatch):
@@ -185,15 +203,8 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
     log = tmp_path / "live"
     shutil.copytree(large_log, log)
     transactions = _transactions(log)
-    last = transactions[-1]
-    cut = last.events[len(last.events) // 2]
-    index = log / "relay-bin.index"
-    listed = index.read_text()
-    lines = listed.splitlines(keepends=True)
-    index.write_text("".join(lines[: next(i for i, line in enumerate(lines) if cut.log_name in line) + 1]))
-    relay_file = log / cut.log_name
-    whole = relay_file.read_bytes()
-    relay_file.write_bytes(whole[: cut.pos])
+    cut = _cut_inside_the_last_transaction(log)
+    last = cut.transaction
 
     parts = []  # of the cut transaction
     apply_part = ChannelApplier._apply_part
@@ -206,7 +217,9 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
     monkeypatch.setattr(ChannelApplier, "_apply_part", counting)
     slave = Slave(tmp_path / "slave.duckdb")
     stop = threading.Event()
-    applier = ChannelApplier(slave, "", read_index(index), BatchLimits(bytes=BUDGET), stop=stop, follow=True)
+    applier = ChannelApplier(
+        slave, "", read_index(cut.index), BatchLimits(bytes=BUDGET), stop=stop, follow=True
+    )
     thread = threading.Thread(target=applier.run)
     thread.start()
     try:
@@ -216,8 +229,8 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
         assert len(parts) >= 2
         time.sleep(0.5)
         assert applier.progress.transactions == len(transactions) - 1  # the open one not committed
-        with relay_file.open("ab") as tail:
-            tail.write(whole[cut.pos :])
+        with cut.relay_file.open("ab") as tail:
+            tail.write(cut.whole[cut.at :])
         while applier.progress.transactions < len(transactions) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
@@ -226,4 +239,4 @@ def test_following_a_large_transaction_as_it_arrives_commits_it_once_whole(large
         slave.close()
     assert applier.progress.transactions == len(transactions)
     assert applier.budget.peak <= BUDGET
-    assert_tables_equal(tmp_path / "slave.duckdb", _expected(large_log))
+    assert_tables_equal(tmp_path / "slave.duckdb", expected_tables(large_log / "expected"))

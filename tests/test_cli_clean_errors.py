@@ -269,3 +269,23 @@ def test_recovery_of_an_unknown_channel_is_3074(capsys, tmp_path):
         capsys, "recovery", "--repository", str(repo), "--slave", str(slave), "--channel", "nope"
     )
     assert (code, err) == (1, "relaydeck: ERROR 3074: Slave channel 'nope' does not exist\n")
+
+
+@pytest.mark.parametrize("gtids", ["1-2", "0-1-5,", "0-1-x", "0-1-5;0-2-6", "\x1b[2J"])
+def test_receive_refuses_a_malformed_gtid_list_in_one_line_before_connecting(capsys, tmp_path, gtids):
+    code, _, err = run_cli(
+        capsys, "receive", "--port", "1", "--user", "u", "--channel", "c", "--relay-dir", str(tmp_path),
+        "--from-gtid", gtids,
+    )  # fmt: skip
+    assert code == 1 and err.count("\n") == 1 and "\x1b" not in err
+    assert err.startswith("relaydeck: --from-gtid: ") and "is not a MariaDB GTID list" in err
+    assert not any(tmp_path.iterdir())  # nothing written, no connection tried
+
+
+def test_a_mariadb_gtid_list_is_taken_with_its_spaces_dropped():
+    from engine.gtids import maria_gtid_list
+
+    assert maria_gtid_list("0-1-5, 1-2-7") == "0-1-5,1-2-7"
+    assert maria_gtid_list("") == ""  # from the start
+    with pytest.raises(ValueError, match="not a MariaDB GTID list"):
+        maria_gtid_list("0-1-5,")

@@ -11,29 +11,18 @@ relaydeck's own bookkeeping.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from engine.binlog.constants import EventType
-from engine.binlog.writer import (
-    ColumnDef,
-    QueryStatusVars,
-    TableDef,
-    query_body,
-    rows_body_prefix,
-    table_map_body,
-    xid_body,
-)
-from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
 from engine.replay import ChannelSpec, Replay
 from engine.slave.database import Slave
 from engine.slave.export import export_csv
 
-START = 1_700_000_000
-ROWS_FLAG_STMT_END = 1
+from .relay_logs import RelayLogBuilder, table_of
+
 # MySQL name -> the DuckDB schema a DBA finds it under (README, "replay")
 NAMES = {
     "__relaydeck": "~__relaydeck",
@@ -48,76 +37,7 @@ NAMES = {
 }
 
 
-class _Log:
-    """A channel's relay log, one transaction at a time."""
-
-    def __init__(self, folder: Path) -> None:
-        self.writer = RelayLogWriter(
-            ChannelSettings(
-                directory=folder,
-                source_uuid=uuid.UUID(int=11).bytes,
-                start_time=START,
-                max_binlog_size=1 << 20,
-                max_relay_log_size=1 << 20,
-            )
-        )
-        self.status = QueryStatusVars()
-        self.table_id = 100
-        self.xid = 1
-
-    def ddl(self, sql: str, db: str = "") -> None:
-        self._write(
-            [
-                SourceEvent(
-                    EventType.QUERY, query_body(thread_id=1, db=db, query=sql, status=self.status), START
-                )
-            ]
-        )
-
-    def statement(self, sql: str, db: str) -> None:
-        body = query_body(thread_id=1, db=db, query=sql, status=self.status)
-        begin = query_body(thread_id=1, db=db, query="BEGIN", status=self.status)
-        self._write(
-            [
-                SourceEvent(EventType.QUERY, begin, START),
-                SourceEvent(EventType.QUERY, body, START),
-                self._xid(),
-            ]
-        )
-
-    def rows(self, table: TableDef, kind: int, rows: list[tuple]) -> None:
-        self.table_id += 1
-        begin = query_body(thread_id=1, db=table.db, query="BEGIN", status=self.status)
-        images = b"".join(table.row_encoder(r) for r in rows)
-        body = rows_body_prefix(kind, self.table_id, ROWS_FLAG_STMT_END, len(table.columns)) + images
-        self._write(
-            [
-                SourceEvent(EventType.QUERY, begin, START),
-                SourceEvent(EventType.TABLE_MAP, table_map_body(self.table_id, table), START),
-                SourceEvent(kind, body, START),
-                self._xid(),
-            ]
-        )
-
-    def close(self) -> Path:
-        return self.writer.close().index_file
-
-    def _xid(self) -> SourceEvent:
-        self.xid += 1
-        return SourceEvent(EventType.XID, xid_body(self.xid), START)
-
-    def _write(self, events: list[SourceEvent]) -> None:
-        self.writer.write_transaction(
-            events, writeset=None, may_have_sbr=True, commit_timestamp_us=START * 10**6
-        )
-
-
-def table_of(db: str) -> TableDef:
-    columns = (ColumnDef.of("id", "INT", nullable=False), ColumnDef.of("v", "VARCHAR(10)"))
-    return TableDef(db, "t", columns, ("id",))
-
-
-def write_workload(log: _Log, db: str) -> None:
+def write_workload(log: RelayLogBuilder, db: str) -> None:
     """The database, a table, rows by row events (insert, update, delete) and by statements."""
     log.ddl(f"CREATE DATABASE `{db}`")
     log.ddl(f"CREATE TABLE `{db}`.`t` (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", db)
@@ -135,7 +55,7 @@ EXPECTED_ROWS = [(1, "a2"), (3, "c2"), (4, "d")]
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory) -> tuple[Path, Path, Path]:
     folder = tmp_path_factory.mktemp("names")
-    log = _Log(folder / "relay")
+    log = RelayLogBuilder(folder / "relay")
     for db in NAMES:
         write_workload(log, db)
     index = log.close()
@@ -173,7 +93,7 @@ def test_each_database_is_the_documented_duckdb_schema(replayed, db):
 def test_drop_database_relaydeck_drops_the_users_database_and_keeps_the_bookkeeping(replayed, tmp_path):
     slave_path, repo, index = replayed
     # the same channel's log, continued: the drop, then more changes elsewhere
-    log = _Log(tmp_path / "relay")
+    log = RelayLogBuilder(tmp_path / "relay")
     for db in NAMES:
         write_workload(log, db)
     log.ddl("DROP DATABASE `__relaydeck`")

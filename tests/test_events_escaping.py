@@ -6,26 +6,16 @@ from __future__ import annotations
 
 import io
 import json
-import uuid
 from pathlib import Path
 
 import pytest
 
 from console.cli import main
-from engine.binlog.constants import ROWS_FLAG_STMT_END, EventType
-from engine.binlog.writer import (
-    ColumnDef,
-    QueryStatusVars,
-    TableDef,
-    query_body,
-    rows_body_prefix,
-    table_map_body,
-    xid_body,
-)
-from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
+from engine.binlog.constants import EventType
 from engine.render import json_visible, quoted, visible
 
-START = 1_700_000_000
+from .relay_logs import RelayLogBuilder, table_of
+
 CLEAR_SCREEN = "\x1b[2J"
 SET_TITLE = "\x1b]0;pwned\x07"
 CSI_8BIT = "\x9b31m"
@@ -42,48 +32,11 @@ STATEMENT = f"INSERT INTO t VALUES ('{CLEAR_SCREEN}red\x1b[31m', '{RTL_OVERRIDE}
 
 def write_hostile_relay_log(folder: Path) -> Path:
     """A statement with escape sequences, and a rows event whose names and values hold them."""
-    writer = RelayLogWriter(
-        ChannelSettings(
-            directory=folder,
-            source_uuid=uuid.UUID(int=9).bytes,
-            start_time=START,
-            max_binlog_size=1 << 20,
-            max_relay_log_size=1 << 20,
-        )
-    )
-    status = QueryStatusVars()
-    begin = SourceEvent(
-        EventType.QUERY, query_body(thread_id=1, db="shop", query="BEGIN", status=status), START
-    )
-    statement = SourceEvent(
-        EventType.QUERY, query_body(thread_id=1, db="shop", query=STATEMENT, status=status), START
-    )
-    writer.write_transaction(
-        [begin, statement, SourceEvent(EventType.XID, xid_body(1), START)],
-        writeset=None,
-        may_have_sbr=True,
-        commit_timestamp_us=START * 1_000_000,
-    )
-    table = TableDef(
-        HOSTILE_DB,
-        HOSTILE_TABLE,
-        (ColumnDef.of("id", "INT", nullable=False), ColumnDef.of(HOSTILE_COLUMN, "VARCHAR(64)")),
-        ("id",),
-    )
-    images = b"".join(table.row_encoder((i, value)) for i, value in enumerate(HOSTILE_VALUES, start=1))
-    rows = rows_body_prefix(EventType.WRITE_ROWS, 70, ROWS_FLAG_STMT_END, 2) + images
-    writer.write_transaction(
-        [
-            begin,
-            SourceEvent(EventType.TABLE_MAP, table_map_body(70, table), START),
-            SourceEvent(EventType.WRITE_ROWS, rows, START),
-            SourceEvent(EventType.XID, xid_body(2), START),
-        ],
-        writeset=None,
-        may_have_sbr=False,
-        commit_timestamp_us=START * 1_000_000,
-    )
-    return writer.close().index_file
+    log = RelayLogBuilder(folder, source=9)
+    log.statement(STATEMENT, "shop")
+    table = table_of(HOSTILE_DB, HOSTILE_TABLE, HOSTILE_COLUMN, "VARCHAR(64)")
+    log.rows(table, EventType.WRITE_ROWS, list(enumerate(HOSTILE_VALUES, start=1)))
+    return log.close()
 
 
 @pytest.fixture(scope="module")

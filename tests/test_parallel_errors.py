@@ -14,8 +14,8 @@ from engine.replay import ChannelSpec, Replay
 from engine.repository import Repository
 
 from .conftest import replay_argv
+from .relay_logs import write_relay_log
 from .test_parallel_oracle import commit_record_counts
-from .test_replay_errors import write_relay_log
 from .test_replay_oracle import assert_tables_equal
 
 FAILING = 13  # the duplicate key is the 13th transaction

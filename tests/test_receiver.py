@@ -91,6 +91,11 @@ def relay_events(index: Path) -> list[dict]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
+def assert_each_transaction_received_once(index: Path) -> None:
+    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
+    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+
+
 def assert_same_tables(server, slave: Path, database: str) -> None:
     for table in TABLES:
         expected = source_rows(server, database, table)
@@ -149,8 +154,7 @@ def test_receiving_again_goes_on_without_duplicates(mariadb_source, tmp_path):
     receive(mariadb_source, relay_dir, "again", "--max-relay-log-size", "16384")
     assert set(relay_dir.glob("relay-bin-again.0*")) > first_files  # a new relay file per connection
     index = relay_dir / "relay-bin-again.index"
-    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
-    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+    assert_each_transaction_received_once(index)
 
     done = replay(tmp_path, "again", index)
     assert done.returncode == 0, done.stderr
@@ -325,8 +329,7 @@ def test_a_receiver_killed_mid_stream_resumes_from_master_info(mariadb_source, t
     said = receive(mariadb_source, relay_dir, "k", "--max-relay-log-size", "65536", *env_password)
     assert "(caught up)" in said
     index = relay_dir / "relay-bin-k.index"
-    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
-    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+    assert_each_transaction_received_once(index)
 
     status = replica_status(repo, "k")
     file, pos = source_binlog_end(mariadb_source)
@@ -425,8 +428,7 @@ def test_relay_bytes_written_after_the_recorded_position_are_cut_and_fetched_aga
     last.write_bytes(data + data[events[last_gtid]["pos"] :])
     write_load(mariadb_source, "shop11", 5, seed=17)
     receive(mariadb_source, relay_dir, "u", "--repository", str(repo))
-    gtids = [e["info"].split()[-1] for e in relay_events(index) if e["event_type"] == "Gtid"]
-    assert len(gtids) == len(set(gtids)), "a transaction was received twice"
+    assert_each_transaction_received_once(index)
     done = replay(tmp_path, "u", index)
     assert done.returncode == 0, done.stderr
     assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop11")

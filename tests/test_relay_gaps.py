@@ -9,7 +9,6 @@ headers, independently of relaydeck's reader.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import struct
 import subprocess
@@ -26,12 +25,12 @@ from engine.relaylog.follow import CAUGHT_UP, follow_events
 from engine.relaylog.index import RelayLogSet, read_index
 from engine.relaylog.stream import stream_events
 
+from .binlog_frames import HEADER, RawEvent, raw_events, with_crc
 from .conftest import MULTISOURCE, ROOT, replay_argv
-from .test_replay_oracle import assert_tables_equal
+from .test_replay_errors import status_of
+from .test_replay_oracle import M1_SCHEMAS, assert_tables_equal, expected_tables
 
 RELAY = MULTISOURCE / "relay"
-M1_SCHEMAS = {"sbtest1", "sbtest2", "sbtest3"}
-HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
 MARIADB_GTID, XID, IGNORABLE = 162, 16, 0x80
 TRUNCATED_FILE, TRUNCATED_SIZE = "relay-bin-m1.000010", 591_304  # the issue's case
 APPLIERS = {
@@ -41,14 +40,6 @@ APPLIERS = {
 }
 
 
-def m1_expected() -> dict[tuple[str, str], Path]:
-    return {
-        (p.parent.name, p.stem): p
-        for p in (MULTISOURCE / "expected").glob("*/*.csv")
-        if p.parent.name in M1_SCHEMAS
-    }
-
-
 def copy_m1(folder: Path) -> Path:
     folder.mkdir()
     for path in RELAY.glob("relay-bin-m1.*"):
@@ -56,24 +47,12 @@ def copy_m1(folder: Path) -> Path:
     return folder / "relay-bin-m1.index"
 
 
-def raw_events(data: bytes) -> list[tuple[int, int, int, int]]:
-    """(pos, type, size, log_pos) of every whole event."""
-    out, pos = [], 4
-    while pos + 19 <= len(data):
-        _, code, _, size, log_pos, _ = HEADER.unpack_from(data, pos)
-        if size < 19 or pos + size > len(data):
-            break
-        out.append((pos, code, size, log_pos))
-        pos += size
-    return out
+def whole_events(data: bytes) -> list[RawEvent]:
+    return raw_events(data)[0]
 
 
 def gtid_seq(data: bytes, pos: int) -> int:
     return struct.unpack_from("<Q", data, pos + 19)[0]
-
-
-def with_crc(data: bytearray, pos: int, size: int) -> None:
-    struct.pack_into("<I", data, pos + size - 4, zlib.crc32(data[pos : pos + size - 4]))
 
 
 def replay(slave: Path, index: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -83,18 +62,15 @@ def replay(slave: Path, index: Path, *options: str) -> subprocess.CompletedProce
 
 
 def channel_status(slave: Path) -> dict[str, object]:
-    """SHOW REPLICA STATUS of channel m1 (`relaydeck status --json`)."""
-    command = [
-        sys.executable,
-        "-m",
-        "console.cli",
-        "status",
-        "--repository",
-        str(slave.with_suffix(".sqlite")),
-    ]
-    out = subprocess.run([*command, "--channel", "m1", "--json"], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return next(row for row in json.loads(out.stdout) if row["channel_name"] == "m1")
+    """SHOW REPLICA STATUS of channel m1, from the slave's repository (`relaydeck status --json`)."""
+    return status_of(slave.with_suffix(".sqlite"), "m1")
+
+
+def run_events(index: Path) -> subprocess.CompletedProcess[str]:
+    """`relaydeck events` in its own process."""
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 def assert_stopped_with_1594(
@@ -123,7 +99,7 @@ def assert_stopped_with_1594(
 def cut_transaction_seq() -> int:
     """The transaction the cut falls in: the last GTID that starts before it."""
     data = (RELAY / TRUNCATED_FILE).read_bytes()
-    starts = [pos for pos, code, _, _ in raw_events(data) if code == MARIADB_GTID and pos < TRUNCATED_SIZE]
+    starts = [ev.pos for ev in whole_events(data) if ev.type_code == MARIADB_GTID and ev.pos < TRUNCATED_SIZE]
     return gtid_seq(data, starts[-1])
 
 
@@ -147,16 +123,14 @@ def test_a_truncated_middle_file_stops_at_the_last_whole_transaction_and_a_repai
     rerun = replay(slave, index, *APPLIERS[applier])
     assert rerun.returncode == 0, rerun.stderr
     assert channel_status(slave)["executed_gtid_set"] == "1-1-2145"
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 def test_events_reports_the_same_gap(tmp_path: Path) -> None:
     index = copy_m1(tmp_path / "relay")
     with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
         fh.truncate(TRUNCATED_SIZE)
-    run = subprocess.run(
-        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
-    )
+    run = run_events(index)
     assert run.returncode != 0
     assert run.stderr.startswith("relaydeck: relay-bin-m1.000011 at position 256: Relay log read failure: ")
     assert "master-bin.000005" in run.stderr and len(run.stderr.splitlines()) == 1
@@ -178,7 +152,7 @@ def test_the_skip_counter_lets_the_gap_past_and_says_so(tmp_path: Path) -> None:
     # the transactions the cut took are lost (the DBA accepted that); every other one is applied
     original = (RELAY / TRUNCATED_FILE).read_bytes()
     cut = cut_transaction_seq()
-    lost = [gtid_seq(original, pos) for pos, code, _, _ in raw_events(original) if code == MARIADB_GTID]
+    lost = [gtid_seq(original, ev.pos) for ev in whole_events(original) if ev.type_code == MARIADB_GTID]
     lost = [seq for seq in lost if seq >= cut]
     assert f" {2145 - (cut - 1) - len(lost)} transactions applied" in accepted.stdout, accepted.stdout
 
@@ -230,7 +204,7 @@ def test_a_file_missing_from_the_index_is_an_error_and_the_repaired_index_replay
     shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
     rerun = replay(slave, index)
     assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
@@ -240,9 +214,7 @@ def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
     index.write_text("\n".join(lines) + "\n")
     with pytest.raises(RelayIndexError, match="out of order"):
         read_index(index)
-    run = subprocess.run(
-        [sys.executable, "-m", "console.cli", "events", str(index)], cwd=ROOT, capture_output=True, text=True
-    )
+    run = run_events(index)
     assert run.returncode != 0 and "out of order" in run.stderr and "Traceback" not in run.stderr
 
 
@@ -272,7 +244,7 @@ def test_a_damaged_index_stops_the_channel_where_it_stood_and_the_repaired_index
         shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
     rerun = replay(slave, index)
     assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 def test_a_relay_file_other_than_the_one_its_predecessor_rotates_to_is_a_gap() -> None:
@@ -291,8 +263,8 @@ def test_a_relay_file_other_than_the_one_its_predecessor_rotates_to_is_a_gap() -
 # ---------------------------------------------------------------------------
 
 
-def middle_gtid(data: bytes) -> tuple[int, int]:
-    gtids = [(pos, size) for pos, code, size, _ in raw_events(data) if code == MARIADB_GTID]
+def middle_gtid(data: bytes) -> RawEvent:
+    gtids = [ev for ev in whole_events(data) if ev.type_code == MARIADB_GTID]
     return gtids[len(gtids) // 2]
 
 
@@ -303,10 +275,11 @@ def test_a_gtid_with_a_damaged_sequence_number_is_a_gap_not_later_transactions_a
     index = copy_m1(tmp_path / "relay")
     damaged = index.parent / "relay-bin-m1.000006"
     data = bytearray(damaged.read_bytes())
-    pos, size = middle_gtid(bytes(data))
+    gtid = middle_gtid(bytes(data))
+    pos = gtid.pos
     seq = gtid_seq(bytes(data), pos)
     struct.pack_into("<Q", data, pos + 19, seq + 1181)
-    with_crc(data, pos, size)
+    with_crc(data, gtid)
     damaged.write_bytes(bytes(data))
     slave = tmp_path / "slave.duckdb"
     run = replay(slave, index, *APPLIERS[applier])
@@ -315,7 +288,7 @@ def test_a_gtid_with_a_damaged_sequence_number_is_a_gap_not_later_transactions_a
     rerun = replay(slave, index, *APPLIERS[applier])
     assert rerun.returncode == 0, rerun.stderr
     assert "(0 already applied)" in rerun.stdout
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 @pytest.mark.parametrize("applier", ["single", "threads"])
@@ -323,25 +296,25 @@ def test_a_transaction_whose_xid_is_missing_is_not_dropped_silently(tmp_path: Pa
     index = copy_m1(tmp_path / "relay")
     damaged = index.parent / "relay-bin-m1.000008"
     data = bytearray(damaged.read_bytes())
-    events = raw_events(bytes(data))
-    xids = [i for i, (_, code, _, _) in enumerate(events) if code == XID]
+    events = whole_events(bytes(data))
+    xids = [i for i, ev in enumerate(events) if ev.type_code == XID]
     at = xids[len(xids) // 2]
-    xid_pos, _, xid_size, _ = events[at]
+    xid = events[at]
     # the XID becomes an event of a type nobody knows, flagged ignorable: positions stay whole
-    data[xid_pos + 4] = 99
-    struct.pack_into("<H", data, xid_pos + 17, IGNORABLE)
-    with_crc(data, xid_pos, xid_size)
+    data[xid.pos + 4] = 99
+    struct.pack_into("<H", data, xid.pos + 17, IGNORABLE)
+    with_crc(data, xid)
     damaged.write_bytes(bytes(data))
-    opening = max(pos for pos, code, _, _ in events[:at] if code == MARIADB_GTID)
+    opening = max(ev.pos for ev in events[:at] if ev.type_code == MARIADB_GTID)
     seq = gtid_seq(bytes(data), opening)
-    next_gtid = next(pos for pos, code, _, _ in events[at:] if code == MARIADB_GTID)
+    next_gtid = next(ev.pos for ev in events[at:] if ev.type_code == MARIADB_GTID)
     slave = tmp_path / "slave.duckdb"
     run = replay(slave, index, *APPLIERS[applier])
     line = assert_stopped_with_1594(run, slave, seq - 1, f"relay-bin-m1.000008:{next_gtid}", f"1-1-{seq}")
     assert "no COMMIT or XID" in line
     shutil.copyfile(RELAY / "relay-bin-m1.000008", damaged)
     assert replay(slave, index, *APPLIERS[applier]).returncode == 0
-    assert_tables_equal(slave, m1_expected(), M1_SCHEMAS)
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 # ---------------------------------------------------------------------------
@@ -354,23 +327,23 @@ def test_a_transaction_fetched_again_from_its_start_after_a_reconnect_is_not_a_g
     # next one starts with the receiver's artificial Rotate back to the transaction's start, the
     # source's format description, and the whole transaction again.
     data = (RELAY / "relay-bin-m1.000008").read_bytes()
-    events = raw_events(data)
-    gtids = [i for i, (_, code, _, _) in enumerate(events) if code == MARIADB_GTID]
+    events = whole_events(data)
+    gtids = [i for i, ev in enumerate(events) if ev.type_code == MARIADB_GTID]
     g = gtids[len(gtids) // 2]
-    gtid_pos, _, gtid_size, gtid_end = events[g]
-    cut = events[g + 2][0]  # after the GTID and its first table map
+    gtid = events[g]
+    cut = events[g + 2].pos  # after the GTID and its first table map
     first = data[:cut]
-    fde_pos, _, fde_size, _ = events[0]
+    fde = events[0]
     # the second file: the replica's FDE, an artificial Rotate to the transaction's start, the
     # source's FDE as a reconnect sends it (log_pos 0), then the rest of the original file
-    rotate_body = struct.pack("<Q", gtid_end - gtid_size) + b"master-bin.000004"
+    rotate_body = struct.pack("<Q", gtid.log_pos - gtid.size) + b"master-bin.000004"
     rotate = HEADER.pack(0, 4, 1, 19 + len(rotate_body) + 4, 0, 0x20) + rotate_body
     rotate += struct.pack("<I", zlib.crc32(rotate))
-    source_fde = bytearray(data[events[2][0] : events[2][0] + events[2][2]])
+    source_fde = bytearray(data[events[2].pos : events[2].end])
     assert source_fde[4] == 15
     struct.pack_into("<I", source_fde, 13, 0)
-    with_crc(source_fde, 0, len(source_fde))
-    second = data[:4] + data[fde_pos : fde_pos + fde_size] + rotate + bytes(source_fde) + data[gtid_pos:]
+    with_crc(source_fde, RawEvent(0, len(source_fde), source_fde[4], 0))
+    second = data[:4] + data[fde.pos : fde.end] + rotate + bytes(source_fde) + data[gtid.pos :]
     folder = tmp_path / "relay"
     folder.mkdir()
     (folder / "relay-bin-m1.000001").write_bytes(first)
@@ -380,9 +353,7 @@ def test_a_transaction_fetched_again_from_its_start_after_a_reconnect_is_not_a_g
     read = list(checked(stream_events(read_index(index)), Continuity()))
     assert read[-1].log_name == "relay-bin-m1.000002"
     # without the reconnect, the same transaction again is a gap: the first one is cut off
-    (folder / "relay-bin-m1.000002").write_bytes(
-        data[:4] + data[fde_pos : fde_pos + fde_size] + data[gtid_pos:]
-    )
+    (folder / "relay-bin-m1.000002").write_bytes(data[:4] + data[fde.pos : fde.end] + data[gtid.pos :])
     with pytest.raises(RelayLogGap, match="is cut off|no COMMIT or XID"):
         for _ in checked(stream_events(read_index(index)), Continuity()):
             pass
@@ -427,10 +398,10 @@ def test_a_relay_log_that_starts_after_what_the_channel_applied_is_a_gap(tmp_pat
         shutil.copyfile(RELAY / name, later / name)
     (later / "relay-bin-m1.index").write_text("".join(f"./{name}\n" for name in names))
     first_gtid = next(
-        gtid_seq(data, pos)
+        gtid_seq(data, ev.pos)
         for data in [(RELAY / names[0]).read_bytes(), (RELAY / names[1]).read_bytes()]
-        for pos, code, _, _ in raw_events(data)
-        if code == MARIADB_GTID
+        for ev in whole_events(data)
+        if ev.type_code == MARIADB_GTID
     )
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "slave.sqlite"
 
@@ -464,10 +435,10 @@ def damaged_seq_copy(folder: Path, name: str, pos: int, add: int) -> Path:
     index = copy_m1(folder)
     path = folder / name
     data = bytearray(path.read_bytes())
-    size = struct.unpack_from("<I", data, pos + 9)[0]
-    assert data[pos + 4] == MARIADB_GTID
+    gtid = next(ev for ev in whole_events(bytes(data)) if ev.pos == pos)
+    assert gtid.type_code == MARIADB_GTID
     struct.pack_into("<Q", data, pos + 19, gtid_seq(bytes(data), pos) + add)
-    with_crc(data, pos, size)
+    with_crc(data, gtid)
     path.write_bytes(bytes(data))
     return index
 
@@ -517,7 +488,7 @@ def test_letting_a_gap_past_starts_the_check_afresh_at_the_next_transaction(tmp_
     assert events[-1].log_name == "relay-bin-m1.000014"
     # a damaged sequence number is two discontinuities: the jump, and the way back after it
     data = (RELAY / "relay-bin-m1.000006").read_bytes()
-    pos, _ = middle_gtid(data)
+    pos = middle_gtid(data).pos
     damaged = damaged_seq_copy(tmp_path / "seq", "relay-bin-m1.000006", pos, 1181)
     continuity = Continuity(accept=lambda: True)
     for _ in checked(stream_events(read_index(damaged)), continuity):

@@ -5,54 +5,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import subprocess
 import sys
 import uuid
-import zlib
 from pathlib import Path
 
 import duckdb
 
-from engine.binlog.constants import EventType
-from engine.binlog.writer import QueryStatusVars, query_body, xid_body
-from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
-
+from .binlog_frames import raw_events, with_crc
 from .conftest import replay_argv
-
-START = 1_700_000_000
-
-
-def write_relay_log(folder: Path, statements: list[tuple[str, bool]]) -> Path:
-    """Relay logs of DDL (standalone) and statement-format DML (BEGIN … COMMIT via XID) transactions."""
-    writer = RelayLogWriter(
-        ChannelSettings(
-            directory=folder,
-            source_uuid=uuid.UUID(int=7).bytes,
-            start_time=START,
-            max_binlog_size=1 << 20,
-            max_relay_log_size=1 << 20,
-        )
-    )
-    status = QueryStatusVars()
-    for i, (sql, is_ddl) in enumerate(statements):
-        ts = START + i
-        if is_ddl:
-            events = [
-                SourceEvent(EventType.QUERY, query_body(thread_id=1, db="shop", query=sql, status=status), ts)
-            ]
-        else:
-            events = [
-                SourceEvent(
-                    EventType.QUERY, query_body(thread_id=1, db="shop", query="BEGIN", status=status), ts
-                ),
-                SourceEvent(
-                    EventType.QUERY, query_body(thread_id=1, db="shop", query=sql, status=status), ts
-                ),
-                SourceEvent(EventType.XID, xid_body(100 + i), ts),
-            ]
-        writer.write_transaction(events, writeset=None, may_have_sbr=True, commit_timestamp_us=ts * 1_000_000)
-    return writer.close().index_file
+from .relay_logs import RelayLogBuilder, table_of, write_relay_log
 
 
 def replay(index: Path, slave: Path, repo: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -230,24 +192,14 @@ def test_a_statement_holding_bytes_invalid_in_utf8_stops_with_error_1300_at_its_
     at = data.index(b"'XX'") + 1
     data[at : at + 2] = b"\xc0\xc0"
     # the Query event holding it gets its CRC32 again: only the statement's bytes are wrong
-    start = max(p for p in _event_starts(bytes(data)) if p < at)
-    size = struct.unpack_from("<I", data, start + 9)[0]
-    struct.pack_into("<I", data, start + size - 4, zlib.crc32(data[start : start + size - 4]))
-    relay_file.write_bytes(bytes(data))
+    event = next(ev for ev in raw_events(bytes(data))[0] if ev.pos <= at < ev.end)
+    relay_file.write_bytes(bytes(with_crc(data, event)))
     run = replay(index, tmp_path / "s.duckdb", tmp_path / "r.sqlite")
     assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
     assert "Error 1300" in run.stderr and "Invalid utf8mb4 character string: '\\xC0\\xC0" in run.stderr
     assert f"GTID {GTID}:5 (relay log {relay_file.name}:" in run.stderr
     assert "internal error" not in run.stderr and "surrogate" not in run.stderr
     assert table_rows(tmp_path / "s.duckdb") == [(1, "a"), (2, "b")]
-
-
-def _event_starts(data: bytes) -> list[int]:
-    pos, starts = 4, []
-    while pos + 19 <= len(data):
-        starts.append(pos)
-        pos += struct.unpack_from("<I", data, pos + 9)[0]
-    return starts
 
 
 def test_an_unexpected_failure_outside_any_transaction_names_where_the_channel_stood(tmp_path, monkeypatch):
@@ -279,7 +231,7 @@ def test_a_row_image_that_does_not_decode_stops_with_error_1594_naming_the_rows_
     # The reader frames the event (its CRC32 holds); its row image, cut 3 bytes short, fails only
     # when applied: the error names the rows event, in the binlog's terms.
     from .conftest import MULTISOURCE
-    from .test_bad_input import PYTHON_PHRASING, WRITE_ROWS_V1, first_of, raw_events, shortened_at_the_source
+    from .test_bad_input import PYTHON_PHRASING, WRITE_ROWS_V1, first_of, shortened_at_the_source
 
     relay = tmp_path / "relay"
     shutil.copytree(MULTISOURCE / "relay", relay)
@@ -302,15 +254,13 @@ def test_duckdb_refusing_a_row_event_names_the_table_and_the_transaction(tmp_pat
     # The slave's table changed by hand (v now INTEGER): DuckDB refuses the row event's 'a'.
     from engine.binlog.constants import EventType
 
-    from .test_database_names import _Log, table_of
-
-    log = _Log(tmp_path / "relay")
+    log = RelayLogBuilder(tmp_path / "relay")
     log.ddl("CREATE DATABASE shop")
     log.ddl("CREATE TABLE shop.t (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", "shop")
     log.rows(table_of("shop"), EventType.WRITE_ROWS, [(1, "a")])
     index = log.close()
     slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
-    gtid = str(uuid.UUID(int=11))
+    gtid = str(log.source_uuid)
     assert replay(index, slave, repo, "--until-gtid", f"{gtid}:1-2").returncode == 0
     con = duckdb.connect(str(slave))
     con.execute("ALTER TABLE shop.t ALTER v TYPE INTEGER")

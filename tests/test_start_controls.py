@@ -11,7 +11,8 @@ from engine.applier.controls import StartControls
 from engine.applier.parallel import ParallelOptions
 from engine.replay import ChannelSpec, Replay
 
-from .test_replay_errors import replay, write_relay_log
+from .relay_logs import write_relay_log
+from .test_replay_errors import replay
 
 STATEMENTS = [
     ("CREATE DATABASE shop", True),

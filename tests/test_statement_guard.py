@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import uuid
 from pathlib import Path
 
 import duckdb
@@ -27,12 +26,12 @@ from engine.slave.guard import (
 from engine.slave.rowapply import ApplyError
 from engine.slave.statements import SessionContext, StatementTranslator
 
+from .binlog_frames import raw_events, with_crc
 from .conftest import MULTISOURCE
-from .test_bad_input import raw_events, with_crc
-from .test_replay_errors import SETUP, replay, status_of, table_rows, write_relay_log
+from .relay_logs import write_relay_log
+from .test_replay_errors import GTID, SETUP, replay, status_of, table_rows
 from .test_replay_oracle import CHANNELS, assert_tables_equal, expected_tables
 
-GTID = f"{uuid.UUID(int=7)}"
 PASSWD_FIRST_LINE = Path("/etc/passwd").read_text().splitlines()[0]
 
 
@@ -129,26 +128,34 @@ def assert_refused(sql: str, catalog: Catalog, what: str) -> None:
     assert what.lower() in str(refused.value).lower()
 
 
+# Where a statement can call a function: {function} stands for its name.
+TABLE_FUNCTION_USES = (
+    "INSERT INTO t (id, v) SELECT 6, 'x' FROM {function}('/etc/passwd') AS f LIMIT 1",
+    "INSERT INTO t VALUES (7, (SELECT 'x' FROM {function}('/etc/passwd') AS f LIMIT 1))",
+    "UPDATE t SET v = (SELECT 'x' FROM {function}('/etc/passwd') AS f LIMIT 1) WHERE id = 1",
+    "DELETE FROM t WHERE id IN (SELECT 1 FROM shop.u JOIN {function}('/etc') AS f ON TRUE)",
+)
+SETTING_FUNCTION_USES = (
+    "INSERT INTO t VALUES (7, {function}('home_directory'))",
+    "INSERT INTO t (id, v) SELECT 8, {function}() FROM shop.u",
+    "UPDATE t SET v = CONCAT(v, {function}('home_directory')) WHERE id = 1",
+    "DELETE FROM t WHERE v = (SELECT {function}('x'))",
+)
+
+
+def assert_every_use_refused(function: str, uses: tuple[str, ...], catalog: Catalog) -> None:
+    for use in uses:
+        assert_refused(use.format(function=function), catalog, function)
+
+
 @pytest.mark.parametrize("function", TABLE_FUNCTIONS)
 def test_every_duckdb_table_function_is_refused(function, catalog):
-    for sql in (
-        f"INSERT INTO t (id, v) SELECT 6, 'x' FROM {function}('/etc/passwd') AS f LIMIT 1",
-        f"INSERT INTO t VALUES (7, (SELECT 'x' FROM {function}('/etc/passwd') AS f LIMIT 1))",
-        f"UPDATE t SET v = (SELECT 'x' FROM {function}('/etc/passwd') AS f LIMIT 1) WHERE id = 1",
-        f"DELETE FROM t WHERE id IN (SELECT 1 FROM shop.u JOIN {function}('/etc') AS f ON TRUE)",
-    ):
-        assert_refused(sql, catalog, function)
+    assert_every_use_refused(function, TABLE_FUNCTION_USES, catalog)
 
 
 @pytest.mark.parametrize("function", SETTING_FUNCTIONS)
 def test_every_duckdb_setting_function_is_refused(function, catalog):
-    for sql in (
-        f"INSERT INTO t VALUES (7, {function}('home_directory'))",
-        f"INSERT INTO t (id, v) SELECT 8, {function}() FROM shop.u",
-        f"UPDATE t SET v = CONCAT(v, {function}('home_directory')) WHERE id = 1",
-        f"DELETE FROM t WHERE v = (SELECT {function}('x'))",
-    ):
-        assert_refused(sql, catalog, function)
+    assert_every_use_refused(function, SETTING_FUNCTION_USES, catalog)
 
 
 @pytest.mark.parametrize(
@@ -281,11 +288,14 @@ ATTACKS = [
 ]
 
 
+def write_log_with(folder: Path, statement: str) -> Path:
+    """SETUP, the statement's transaction (GTID :5), then one more insert."""
+    return write_relay_log(folder, [*SETUP, (statement, False), ("INSERT INTO t VALUES (9, 'z')", False)])
+
+
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_a_statement_reading_outside_the_slave_stops_the_channel_with_nothing_applied(tmp_path, attack):
-    index = write_relay_log(
-        tmp_path / "relay", [*SETUP, (attack, False), ("INSERT INTO t VALUES (9, 'z')", False)]
-    )
+    index = write_log_with(tmp_path / "relay", attack)
     slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
     run = replay(index, slave, repo, "--group-size", "100")
     assert run.returncode == 1
@@ -302,16 +312,14 @@ def test_a_statement_reading_outside_the_slave_stops_the_channel_with_nothing_ap
 def test_the_replay_goes_on_once_the_statement_is_replaced(tmp_path):
     attack = ATTACKS[1]
     relay = tmp_path / "relay"
-    index = write_relay_log(relay, [*SETUP, (attack, False), ("INSERT INTO t VALUES (9, 'z')", False)])
+    index = write_log_with(relay, attack)
     slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
     assert replay(index, slave, repo).returncode == 1
     # the repaired log: the same transaction with a statement of the same length (same positions)
     repaired = "INSERT INTO t (id, v) VALUES (6, 'six')"
     for file in relay.iterdir():
         file.unlink()
-    write_relay_log(
-        relay, [*SETUP, (repaired.ljust(len(attack)), False), ("INSERT INTO t VALUES (9, 'z')", False)]
-    )
+    write_log_with(relay, repaired.ljust(len(attack)))
     rerun = replay(index, slave, repo)
     assert rerun.returncode == 0, rerun.stderr
     assert table_rows(slave) == [(1, "a"), (2, "b"), (6, "six"), (9, "z")]
@@ -323,9 +331,7 @@ def test_the_replay_goes_on_once_the_statement_is_replaced(tmp_path):
 )
 def test_every_applier_refuses_the_statement_the_same_way(tmp_path, applier):
     attack = ATTACKS[2]
-    index = write_relay_log(
-        tmp_path / "relay", [*SETUP, (attack, False), ("INSERT INTO t VALUES (9, 'z')", False)]
-    )
+    index = write_log_with(tmp_path / "relay", attack)
     slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
     run = replay(index, slave, repo, *applier)
     assert run.returncode == 1 and "Traceback" not in run.stderr

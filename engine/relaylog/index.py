@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ChannelNameError, RelayIndexError
+from ..errors import ChannelNameError, RelayIndexError, escaped
 
 MAX_CHANNEL_NAME_LENGTH = 64
 _NUMBERED = re.compile(r"^(.*)\.(\d+)$")
@@ -119,7 +119,7 @@ def validate_channel_name(name: str) -> str:
 
 def _shown(name: str) -> str:
     """The name quoted, its unprintable characters escaped (\\x1b, \\u202e)."""
-    return "'" + "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in name) + "'"
+    return f"'{escaped(name)}'"
 
 
 def channel_relay_log_names(base: str, channel: str) -> tuple[str, str]:

@@ -436,11 +436,7 @@ class ReplicaServer:
                     warnings.append(already_running(name))
                     continue
                 if not (self.repository.master_info(name) or {}).get("Host"):
-                    raise CommandError(
-                        ER_BAD_SLAVE,
-                        f"The server is not configured as slave; fix in config file or with CHANGE "
-                        f"REPLICATION SOURCE TO SOURCE_HOST{for_channel(name)}",
-                    )
+                    raise _not_configured(name, "CHANGE REPLICATION SOURCE TO SOURCE_HOST")
                 started.append(self._start_receiver(name))
             if "SQL_THREAD" not in cmd.threads:
                 return Result(warnings=warnings)
@@ -749,10 +745,11 @@ def _event_starts_at(path: Path, pos: int) -> bool:
     return False
 
 
-def _not_configured(name: str) -> CommandError:
+def _not_configured(name: str, fix: str = "CHANGE MASTER TO") -> CommandError:
+    """1200: the channel lacks what the START needs (`fix` says which statement gives it)."""
     return CommandError(
         ER_BAD_SLAVE,
-        f"The server is not configured as slave; fix in config file or with CHANGE MASTER TO{for_channel(name)}",
+        f"The server is not configured as slave; fix in config file or with {fix}{for_channel(name)}",
     )
 
 

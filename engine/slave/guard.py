@@ -32,16 +32,18 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import RelaydeckError
-from .database import INTERNAL_SCHEMA
+from . import names
+from .names import INTERNAL_SCHEMA
 from .rowapply import ER_NO_SUCH_TABLE, ApplyError
 from .schema import Catalog
-from .untranslatable import UntranslatableStatement
+from .untranslatable import UntranslatableStatement, abbreviate
 
 ER_OPTION_PREVENTS_STATEMENT = 1290
 
-# DuckDB's own schemas and catalogs: a replicated database of one of these names is found by
-# `replicated_schemas`; otherwise the name means DuckDB's, never the source's.
-DUCKDB_SCHEMAS = frozenset({"information_schema", "pg_catalog", "main", "temp", "system", "memory"})
+# DuckDB's own schemas and catalogs (`memory` too, an in-memory database's catalog): a replicated
+# database of one of these names is found by `replicated_schemas`; otherwise the name means
+# DuckDB's, never the source's.
+DUCKDB_SCHEMAS = names.DUCKDB_SCHEMAS | {"memory"}
 
 # MySQL 8 / MariaDB built-in functions a replicated statement may call: string, numeric, date and
 # time, comparison, control flow, cast, bit, JSON, encryption/hashing, aggregate and window
@@ -177,13 +179,8 @@ class RefusedStatement(UntranslatableStatement):
         RelaydeckError.__init__(
             self,
             "The slave is running with the relay-log statement allow-list so it cannot execute "
-            f"this statement: {reason}; statement {_flat(statement)!r}",
+            f"this statement: {reason}; statement {abbreviate(statement, ellipsis='…')!r}",
         )
-
-
-def _flat(sql: str, limit: int = 160) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _is_internal(schema: str) -> bool:
@@ -267,5 +264,5 @@ def _sql_name(node: exp.Expression) -> str:
 
 
 def _describe(node: exp.Expression) -> str:
-    text = _flat(node.sql(dialect="duckdb"), 60)
+    text = abbreviate(node.sql(dialect="duckdb"), 60, "…")
     return f"{type(node).__name__} {text!r}"

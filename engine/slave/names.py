@@ -14,9 +14,9 @@ from __future__ import annotations
 ESCAPE = "~"
 INTERNAL_SCHEMA = "__relaydeck"
 TEMPORARY_SCHEMA = "__relaydeck_tmp"  # the source sessions' temporary tables
-RESERVED_SCHEMAS = frozenset(
-    {"main", "temp", "system", "pg_catalog", "information_schema", INTERNAL_SCHEMA, TEMPORARY_SCHEMA}
-)
+# DuckDB's own: the default schema, the temp and system catalogs, the system catalog's schemas
+DUCKDB_SCHEMAS = frozenset({"main", "temp", "system", "pg_catalog", "information_schema"})
+RESERVED_SCHEMAS = DUCKDB_SCHEMAS | {INTERNAL_SCHEMA, TEMPORARY_SCHEMA}
 
 
 def duckdb_schema(database: str) -> str:

@@ -23,7 +23,8 @@ the before image, which has no set-based equivalent when duplicate rows exist.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,12 +121,19 @@ def column_array(
         ) from None
 
 
-def row_event_error(table: MysqlTable, exc: duckdb.Error) -> ApplyError:
-    """DuckDB refusing a table's row changes (a slave table changed by hand, say), with the table."""
-    return ApplyError(
-        ER_UNKNOWN_ERROR,
-        f"Could not execute row event on table {table.schema}.{table.name}; DuckDB: {str(exc).splitlines()[0]}",
-    )
+@contextmanager
+def row_event_errors(table: MysqlTable) -> Iterator[None]:
+    """DuckDB refusing a table's row changes (a slave table changed by hand, say) as an apply error
+    naming the table; a conflict between writers stays itself: the parallel applier retries it."""
+    try:
+        yield
+    except duckdb.TransactionException:
+        raise
+    except duckdb.Error as exc:
+        raise ApplyError(
+            ER_UNKNOWN_ERROR,
+            f"Could not execute row event on table {table.schema}.{table.name}; DuckDB: {str(exc).splitlines()[0]}",
+        ) from None
 
 
 def quote_ident(name: str) -> str:
@@ -343,12 +351,8 @@ class RowApplier:
         full = self._full_images(images)
         if not table.primary_key or not full:
             self.flush_table(key)
-            try:
+            with row_event_errors(table):
                 self._apply_row_by_row(images, table)
-            except duckdb.TransactionException:
-                raise
-            except duckdb.Error as exc:
-                raise row_event_error(table, exc) from None
             return
         pending = self._pending.get(key)
         if pending is None:
@@ -411,25 +415,22 @@ class RowApplier:
         name = "__relaydeck_reduced"
         self.con.register(name, reduced)
         try:
-            target = slave_table_ref(table, self.catalog)
-            key_names = [quote_ident(table.columns[i].name) for i in key_positions]
-            join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
-            delete = f"DELETE FROM {target} AS t USING {name} AS o WHERE {join}"
-            if self.strict:
-                found = self.con.sql(f"{delete} RETURNING {', '.join(key_names)}").to_arrow_table()
-                self._check(reduced, keys, found, table)
-            else:
-                self.con.execute(delete)
-            columns = ", ".join(quote_ident(c.name) for c in table.columns)
-            values = ", ".join(f"c{i}" for i in range(len(table.columns)))
-            self.con.execute(
-                f"INSERT INTO {target} ({columns}) SELECT {values} FROM {name} WHERE op = 1 "
-                f"ORDER BY {', '.join(keys)}"
-            )
-        except duckdb.TransactionException:
-            raise  # a conflict between writers: the parallel applier retries it
-        except duckdb.Error as exc:
-            raise row_event_error(table, exc) from None
+            with row_event_errors(table):
+                target = slave_table_ref(table, self.catalog)
+                key_names = [quote_ident(table.columns[i].name) for i in key_positions]
+                join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
+                delete = f"DELETE FROM {target} AS t USING {name} AS o WHERE {join}"
+                if self.strict:
+                    found = self.con.sql(f"{delete} RETURNING {', '.join(key_names)}").to_arrow_table()
+                    self._check(reduced, keys, found, table)
+                else:
+                    self.con.execute(delete)
+                columns = ", ".join(quote_ident(c.name) for c in table.columns)
+                values = ", ".join(f"c{i}" for i in range(len(table.columns)))
+                self.con.execute(
+                    f"INSERT INTO {target} ({columns}) SELECT {values} FROM {name} WHERE op = 1 "
+                    f"ORDER BY {', '.join(keys)}"
+                )
         finally:
             unregister(self.con, name)
         self.rows_applied += rows

@@ -20,6 +20,7 @@ class UntranslatableStatement(RelaydeckError):
         super().__init__(f"cannot translate {abbreviate(statement)!r}: {reason}")
 
 
-def abbreviate(sql: str, limit: int = 160) -> str:
+def abbreviate(sql: str, limit: int = 160, ellipsis: str = "...") -> str:
+    """The statement on one line, at most `limit` characters (cut short with `ellipsis`)."""
     flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return flat if len(flat) <= limit else flat[: limit - len(ellipsis)] + ellipsis
