@@ -648,10 +648,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--pool",
-        choices=("threads", "spark", "processes"),
-        default="threads",
-        help="threads (default); spark: row decoding and writesets in Spark tasks; processes: worker "
-        "processes read and decode segments of the relay log, applied in source order (needs --workers > 0)",
+        choices=("processes", "spark", "threads"),
+        default="processes",
+        help="where the relay log is read, decoded and prepared for the --workers: processes (default, "
+        "one per core), spark (Spark tasks; --spark-master for a cluster) or threads (the coordinator's "
+        "own thread, for tiny logs)",
     )
     rep.add_argument(
         "--spark-master", default=None, metavar="URL", help="a Spark cluster (default: local mode)"

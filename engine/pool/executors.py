@@ -73,24 +73,30 @@ class _InFlight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: dict[int, Segment] = {}  # id(future) -> segment, in submission order
-        self.done = 0
+        self._held: dict[int, tuple[Future[Any], Segment]] = {}  # id(future) -> …, in submission order
+        self._done = 0
 
     def add(self, future: Future[Any], segment: Segment) -> None:
-        key = id(future)
         with self._lock:
-            self._held[key] = segment
+            self._held[id(future)] = (future, segment)
+        future.add_done_callback(lambda _: self._sweep())
 
-        def finished(_: Future[Any]) -> None:
-            with self._lock:
-                if self._held.pop(key, None) is not None:
-                    self.done += 1
-
-        future.add_done_callback(finished)
+    def _sweep(self) -> None:
+        # also from snapshot(): a future's result is visible before its callbacks have run
+        with self._lock:
+            for key in [k for k, (f, _) in self._held.items() if f.done()]:
+                del self._held[key]
+                self._done += 1
 
     def snapshot(self) -> list[Segment]:
+        self._sweep()
         with self._lock:
-            return list(self._held.values())
+            return [segment for _, segment in self._held.values()]
+
+    @property
+    def done(self) -> int:
+        self._sweep()
+        return self._done
 
 
 class InProcessExecutor:
