@@ -62,3 +62,60 @@ def row_lines(str head, columns, tuple images, Py_ssize_t count):
             parts.append(")")
         parts.append("\n")
     return "".join(parts)
+
+
+# -- --json --rows: the rows as a JSON list -----------------------------------------------------
+
+cdef object _py_value_json = None
+cdef object _json_string = None
+
+
+def configure_json(py_value_json):
+    global _py_value_json, _json_string
+    import json.encoder
+
+    _py_value_json = py_value_json
+    _json_string = json.encoder.encode_basestring  # json.dumps' string form (ensure_ascii=False)
+    return rows_json
+
+
+cdef inline str _value_json(object value):
+    cdef type kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str:
+        return _json_string(value)
+    if value is None:
+        return "null"
+    return _py_value_json(value)  # render.value_json
+
+
+def rows_json(list keys, before, after, Py_ssize_t count):
+    """The compiled form of render.rows_json_text: the rows as the JSON list
+    [{"before": {name: value, ...}, "after": {...}}, ...].
+
+    keys: each column's name as a JSON string (unique); before/after: None, or a dict of column
+    index -> that column's values.
+    """
+    cdef list shown = []
+    cdef list columns
+    for name, image in (('"before": {', before), ('"after": {', after)):
+        if image:
+            columns = []
+            for i, values in (<dict> image).items():
+                # what precedes each value: its key, after a comma for all but the first
+                columns.append((keys[i] + ": " if not columns else ", " + keys[i] + ": ", values))
+            shown.append((name if not shown else ", " + name, columns))
+    cdef list parts = ["["]
+    cdef Py_ssize_t r
+    for r in range(count):
+        parts.append("{" if r == 0 else ", {")
+        for label, columns in shown:
+            parts.append(label)
+            for prefix, values in columns:
+                parts.append(prefix)
+                parts.append(_value_json(values[r]))
+            parts.append("}")
+        parts.append("}")
+    parts.append("]")
+    return "".join(parts)
