@@ -79,15 +79,30 @@ def configure_json(py_value_json):
     return rows_json
 
 
-cdef inline str _value_json(object value):
+cdef inline bint _json_plain(str text):
+    """Whether json.dumps writes `text` as itself between quotes (nothing to escape)."""
+    cdef Py_UCS4 c
+    for c in text:
+        if c < 0x20 or c == 0x22 or c == 0x5C:
+            return False
+    return True
+
+
+cdef inline void _append_value_json(list parts, object value):
     cdef type kind = type(value)
     if kind is int:
-        return str(value)
-    if kind is str:
-        return _json_string(value)
-    if value is None:
-        return "null"
-    return _py_value_json(value)  # render.value_json
+        parts.append(str(value))
+    elif kind is str:
+        if _json_plain(<str> value):
+            parts.append('"')
+            parts.append(value)
+            parts.append('"')
+        else:
+            parts.append(_json_string(value))
+    elif value is None:
+        parts.append("null")
+    else:
+        parts.append(_py_value_json(value))  # render.value_json
 
 
 def rows_json(list keys, before, after, Py_ssize_t count):
@@ -114,7 +129,7 @@ def rows_json(list keys, before, after, Py_ssize_t count):
             parts.append(label)
             for prefix, values in columns:
                 parts.append(prefix)
-                parts.append(_value_json(values[r]))
+                _append_value_json(parts, values[r])
             parts.append("}")
         parts.append("}")
     parts.append("]")

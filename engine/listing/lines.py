@@ -110,11 +110,16 @@ def format_events(
                 f'"info": {_json_text(event.info())}'
             )
             if rows and kind is RowsEvent:
-                line += f', "rows": {rows_json(images) if images is not None else "null"}'
+                if images is not None:
+                    # the rows apart: the longest part of the line, not copied into it
+                    write(json_visible(line + ', "rows": '))
+                    write(json_visible(rows_json(images)))
+                    write("}\n")
+                    continue
+                line += ', "rows": null'
                 if rows_error:
                     line += f', "rows_error": {_json_string(rows_error)}'
-            line += "}\n"
-            write(json_visible(line))
+            write(json_visible(line + "}\n"))
         else:
             # statements and names from the log may hold terminal escape sequences: shown escaped
             info = event.info()

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from ..binlog.events import TableMap
 from ..errors import RelaydeckError
 from ..relaylog.continuity import Continuity, continuity_as_plain, continuity_from_plain
@@ -89,6 +87,8 @@ class ListingTask:
     def to_arrow(self, result: ListedSegment) -> bytes:
         """The lines as a one-row string column (binary when the log's text holds lone surrogates,
         which UTF-8 cannot carry), the rest as the schema's metadata."""
+        import pyarrow as pa  # here: listing on local processes needs no Arrow
+
         try:
             column = pa.array([result.text], pa.large_string())
         except UnicodeEncodeError:
@@ -106,6 +106,8 @@ class ListingTask:
         return sink.getvalue().to_pybytes()
 
     def from_arrow(self, data: bytes, segment: Segment) -> ListedSegment:
+        import pyarrow as pa
+
         table = pa.ipc.open_stream(data).read_all()
         facts = json.loads(table.schema.metadata[_METADATA_KEY])
         text = table.column("text")[0].as_py()
