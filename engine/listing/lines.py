@@ -68,6 +68,7 @@ def format_events(
     rows, as_json = options.rows, options.as_json  # locals: read once per event
     names = _JSON_TYPE_NAMES if as_json else _TYPE_NAMES
     log_name, shown_log_name = None, ""  # the relay file's name as printed, for its events
+    shown_maps: dict[int, tuple[TableMap, str]] = {}  # id(table map) -> (it, its info as printed)
     shown = 0
     for logged in events:
         if check is not None:
@@ -103,11 +104,18 @@ def format_events(
             shown_log_name = _json_text(log_name) if as_json else visible(log_name)
         code = header.type_code
         type_name = names.get(code) or _type_name(code, as_json)
+        if kind is TableMap:
+            # a source repeats the same table map, which the reader gives as one object
+            known = shown_maps.get(id(event))
+            if known is None or known[0] is not event:
+                known = shown_maps[id(event)] = (event, _shown_info(event.info(), as_json))
+            info = known[1]
+        else:
+            info = _shown_info(event.info(), as_json)
         if as_json:
             line = (
                 f'{{"log_name": {shown_log_name}, "pos": {logged.pos}, "event_type": {type_name}, '
-                f'"server_id": {header.server_id}, "end_log_pos": {header.log_pos}, '
-                f'"info": {_json_text(event.info())}'
+                f'"server_id": {header.server_id}, "end_log_pos": {header.log_pos}, "info": {info}'
             )
             if rows and kind is RowsEvent:
                 if images is not None:
@@ -121,10 +129,6 @@ def format_events(
                     line += f', "rows_error": {_json_string(rows_error)}'
             write(json_visible(line + "}\n"))
         else:
-            # statements and names from the log may hold terminal escape sequences: shown escaped
-            info = event.info()
-            if not info.isprintable():
-                info = visible(info.replace("\n", " "))
             write(
                 f"{shown_log_name}\t{logged.pos}\t{type_name}\t{header.server_id}\t{header.log_pos}\t{info}\n"
             )
@@ -141,6 +145,13 @@ _JSON_TYPE_NAMES = {code: _json_string(name) for code, name in EVENT_TYPE_NAMES.
 def _type_name(code: int, as_json: bool) -> str:
     name = event_type_name(code)
     return _json_string(name) if as_json else name
+
+
+def _shown_info(info: str, as_json: bool) -> str:
+    if as_json:
+        return _json_text(info)
+    # statements and names from the log may hold terminal escape sequences: shown escaped
+    return info if info.isprintable() else visible(info.replace("\n", " "))
 
 
 def _json_text(value: Any) -> str:
