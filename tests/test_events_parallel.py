@@ -9,8 +9,13 @@ a middle segment, a start position inside a transaction) falls between processes
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import signal
 import struct
+import subprocess
+import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -305,3 +310,44 @@ def test_text_that_utf8_cannot_carry_comes_back_from_arrow_too() -> None:
     listed = task.run(segment)
     listed.text += "a statement's bytes kept as surrogates: \udcc0\udcff\n"
     assert task.from_arrow(task.to_arrow(listed), segment) == listed
+
+
+# ---------------------------------------------------------------------------
+# A reader that goes away
+# ---------------------------------------------------------------------------
+
+
+def processes_naming(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_the_worker_processes_end_with_a_listing_ended_by_its_reader(tmp_path: Path) -> None:
+    # `relaydeck events … | head`: SIGPIPE ends the listing at once; its workers must not stay
+    # behind, blocked on results nobody reads
+    index = copy_channel(tmp_path / "relay")
+    listing_process = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "events", "--rows", "--jobs", "2", str(index)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert listing_process.stdout is not None
+    assert listing_process.stdout.readline().startswith(b"Log_name")
+    listing_process.stdout.close()
+    assert listing_process.wait(timeout=60) != 0
+    deadline = time.monotonic() + 10
+    while processes_naming(str(index)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = processes_naming(str(index))
+    for pid in left:  # not left running by a failing test either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
