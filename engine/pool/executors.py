@@ -125,11 +125,16 @@ class InProcessExecutor:
 
 
 def _start_process() -> None:
-    import pyarrow as pa
+    import sys
 
     from ..gc_tuning import relax_garbage_collector
 
-    pa.set_memory_pool(pa.system_memory_pool())
+    if "pyarrow" in sys.modules:
+        # forked with the caller's Arrow allocator state; a task that loads pyarrow itself (one
+        # that lists events needs none: a quarter second saved per process) starts it afresh
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
     relax_garbage_collector()  # measured: the collector otherwise doubles a segment's preparation
 
 
