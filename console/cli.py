@@ -109,8 +109,8 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if not 0 <= args.workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")
     if args.workers == 0:
-        if args.pool != "threads":
-            raise RelaydeckError(f"--pool {args.pool} is a pool of workers: give --workers N (1 or more)")
+        if args.pool is not None:
+            raise RelaydeckError(f"--pool {args.pool} prepares for workers: give --workers N (1 or more)")
         return None
     try:
         return ParallelOptions(
@@ -120,7 +120,7 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             pending_jobs_size_max=args.pending_jobs_size_max,
             checkpoint_group=args.checkpoint_group,
             checkpoint_period_ms=args.checkpoint_period,
-            pool=args.pool,
+            pool=args.pool or "processes",
             spark_master=args.spark_master,
         )
     except ValueError as exc:
@@ -559,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--pool",
         choices=("processes", "spark", "threads"),
-        default="processes",
+        default=None,
         help="where the relay log is read, decoded and prepared for the --workers: processes (default, "
         "one per core), spark (Spark tasks; --spark-master for a cluster) or threads (the coordinator's "
         "own thread, for tiny logs)",

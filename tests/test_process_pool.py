@@ -227,7 +227,7 @@ def test_the_command_line_runs_the_process_pool(tmp_path):
         text=True,
         timeout=120,
     )
-    assert without.returncode != 0 and "--pool processes is a pool of workers" in without.stderr
+    assert without.returncode != 0 and "--pool processes prepares for workers" in without.stderr
     assert "Traceback" not in without.stderr
 
 
