@@ -4,6 +4,7 @@ prepared transactions exactly as it schedules transactions it read itself."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,45 @@ def test_workers_given_parts_of_runs_apply_exactly_what_they_hold(tmp_path, monk
     assert outcome.stats.prepared_runs > 0 and outcome.stats.transactions == summary.transactions
     expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
     assert_tables_equal(tmp_path / "slave.duckdb", expected)
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_killed_replay_leaves_no_preparing_process_behind(tmp_path):
+    """SIGKILL of `relaydeck replay --workers 2 --pool processes`: its forked processes end with it
+    instead of waiting forever on a pipe nobody reads."""
+    import signal
+    import subprocess
+    import time
+
+    from .conftest import replay_argv
+
+    summary = generate("oltp", 9, tmp_path / "relay", size_mb=30)
+    argv = replay_argv(
+        tmp_path / "s.duckdb", tmp_path / "r.sqlite", f"c={summary.index_file}", "--workers", "2"
+    )
+    replay = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children: set[int] = set()
+    deadline = time.monotonic() + 120
+    while len(children) < 2 and replay.poll() is None and time.monotonic() < deadline:
+        children = _children(replay.pid)
+        time.sleep(0.05)
+    assert len(children) >= 2, "the replay ended before its processes were seen"
+    replay.send_signal(signal.SIGKILL)
+    replay.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in children if Path(f"/proc/{pid}").exists()]
+    for pid in left:  # not left running by a failing test either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -20,7 +20,6 @@ past the limit is not reported).
 from __future__ import annotations
 
 import itertools
-import os
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -167,7 +166,7 @@ def _in_parallel(
     if len(first) < 2:
         return _FROM_THE_START  # one segment: starting processes would cost more than they share
     executor = make_executor("processes", jobs)
-    results = in_order(executor, ListingTask(options, os.getpid()), itertools.chain(first, segments))
+    results = in_order(executor, ListingTask(options), itertools.chain(first, segments))
     mapped: set[int] = set()  # tables mapped in the stream before the segment at hand
     continuity: Continuity | None = None  # the check of the stream before it
     try:

@@ -12,9 +12,6 @@ two ways only, both settled by whoever reads the results in stream order:
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sys
 from dataclasses import dataclass
 
 from ..binlog.events import TableMap
@@ -24,26 +21,6 @@ from ..relaylog.segments import Segment, segment_events
 from .lines import ListingOptions, format_events
 
 _METADATA_KEY = b"relaydeck.listing"
-_PR_SET_PDEATHSIG = 1
-_ending_with: int | None = None  # the process whose end ends this one (set once per process)
-
-
-def _end_with(lister: int) -> None:
-    """End this worker process when the listing process ends, however it ends (`relaydeck events
-    … | head` is ended by SIGPIPE): its next result would otherwise wait forever on a pipe
-    nobody reads. The listing forks its workers from its main thread, which lives as long as it."""
-    global _ending_with
-    if _ending_with == lister or not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    _ending_with = lister
-    if os.getppid() != lister:  # it ended before the request was made
-        os._exit(1)
 
 
 @dataclass(slots=True)
@@ -95,11 +72,8 @@ class ListingTask:
     """Lists a segment (a SegmentTask: pickled to where it runs, so settings only)."""
 
     options: ListingOptions
-    lister: int | None = None  # the listing process's id, when it runs the task in its children
 
     def run(self, segment: Segment) -> ListedSegment:
-        if self.lister is not None:
-            _end_with(self.lister)
         check = stream_check(segment, None)
         table_maps: dict[int, TableMap] = {}
         unmapped: set[int] = set()

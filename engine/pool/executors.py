@@ -12,6 +12,8 @@ allocator does not promise that). It leaves with os._exit, running no finalizers
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -124,10 +126,30 @@ class InProcessExecutor:
         pass
 
 
-def _start_process() -> None:
-    import sys
+_PR_SET_PDEATHSIG = 1
 
+
+def _end_with(parent: int) -> None:
+    """End this process when the process that forked it ends, however it ends (SIGKILL of a
+    replay, `relaydeck events … | head` ended by SIGPIPE): otherwise it outlives it, waiting
+    forever on a pipe nobody reads. Linux sends the signal when the forking thread ends: the
+    executor is created, used and closed by one thread, which outlives its processes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the request was made
+        os._exit(1)
+
+
+def _start_process(parent: int) -> None:
     from ..gc_tuning import relax_garbage_collector
+
+    _end_with(parent)
 
     if "pyarrow" in sys.modules:
         # forked with the caller's Arrow allocator state; a task that loads pyarrow itself (one
@@ -159,7 +181,9 @@ class ProcessExecutor:
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("fork")
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_process)
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=_start_process, initargs=(os.getpid(),)
+            )
         future: Future[R] = self._executor.submit(_run_task, task, segment)
         self._in_flight.add(future, segment)
         return future
