@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..binlog.columns import ColumnInfo, RowDecoder, cached_full_decoder, row_decoder
 from ..binlog.compiled import load
-from ..binlog.constants import ROWS_EVENT_TYPES, ChecksumAlg, EventType, MariaGtidFlag, RowsKind
+from ..binlog.constants import ROWS_EVENT_TYPES, ChecksumAlg, EventType, RowsKind
 from ..binlog.events import Gtid, MariaGtidEvent, Query, RowsEvent, TableMap, Xid
 from ..binlog.events.rows import shared_table_maps
 from ..binlog.reader import BinlogFile, LoggedEvent
@@ -31,7 +31,7 @@ from ..gtids import GtidBatch, MariaGtid
 from ..relaylog.continuity import Continuity
 from ..relaylog.segments import Segment
 from ..scheduling.rowkeys import WritesetKeys, key_hashes
-from ..slave.rowapply import for_target, value_converter
+from ..slave.rowapply import for_target, operations_table, value_converter
 from ..slave.schema import MysqlTable
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
 
@@ -41,7 +41,6 @@ _WRITE, _UPDATE = RowsKind.WRITE, RowsKind.UPDATE
 _DELETE_UPSERT = (0, 1)
 _MUST_THEN_NEW = (1, None)
 _DELIMITERS = frozenset({"BEGIN", "COMMIT"})
-_STANDALONE_OR_DDL = int(MariaGtidFlag.STANDALONE) | int(MariaGtidFlag.DDL)
 _ROWS_KINDS = {code: kind for code, (kind, _version, _compressed) in ROWS_EVENT_TYPES.items()}
 _runscan = load("_runscan", package="engine.binlog")
 _CRC32 = int(ChecksumAlg.CRC32)
@@ -218,9 +217,9 @@ class _RunBuilder:
                     return None
             elif kind is not TableMap and kind is not RowsEvent and kind not in _PLAIN:
                 return None
-        return self.add_row_only(txn.events, txn.gtid, txn.original_commit_timestamp)
+        return self._add_row_only(txn.events, txn.gtid, txn.original_commit_timestamp)
 
-    def add_row_only(
+    def _add_row_only(
         self,
         events: tuple[LoggedEvent, ...] | list[LoggedEvent],
         gtid: str | None,
@@ -228,8 +227,7 @@ class _RunBuilder:
         maria_gtid: MariaGtid | None = None,
     ) -> bool | None:
         """add() for a transaction known to hold nothing but its GTID, BEGIN/COMMIT, table maps,
-        rows events and XID (the reader's fast path checks that as it reads); maria_gtid: its
-        MariaDB GTID as read, when the caller has it."""
+        rows events and XID; maria_gtid: its MariaDB GTID as read, when the caller has it."""
         maps: dict[int, TableMap] = {}
         decoded = []
         databases = set()
@@ -400,24 +398,12 @@ class _RunBuilder:
     def build(self) -> PreparedRun:
         tables = []
         for table in self.tables.values():
-            arrays = [
-                pa.array(table.seq, type=pa.int64()),
-                pa.array(table.op, type=pa.int8()),
-                pa.array(table.must, type=pa.int8()),
-            ]
+            columns = []
             for info, values in zip(table.columns, table.values, strict=True):
                 convert, arrow_type = value_converter(info)
-                arrays.append(pa.array(convert(values) if convert else values, type=arrow_type))
-            names = ["seq", "op", "must", *(f"c{i}" for i in range(len(table.columns)))]
-            tables.append(
-                TableOps(
-                    table.schema,
-                    table.name,
-                    table.columns,
-                    pa.Table.from_arrays(arrays, names=names),
-                    table.rows,
-                )
-            )
+                columns.append(pa.array(convert(values) if convert else values, type=arrow_type))
+            ops = operations_table(table.seq, table.op, table.must, columns)
+            tables.append(TableOps(table.schema, table.name, table.columns, ops, table.rows))
         return PreparedRun(
             self.transactions,
             tables,
@@ -453,14 +439,10 @@ def prepare_segment(
     """Read one segment and prepare its runs (in a worker process); runs hold at most run_length
     transactions.
 
-    The reading has two fast paths. Where the compiled scanner is built, a MariaDB row-only
-    transaction is read straight from the mapped file (binlog/_runscan.pyx), without an object
-    per event. Otherwise, or where the scanner declines, a transaction that opens with a GTID is
-    gathered here, event by event, while it holds nothing but table maps, rows events (after a
-    MySQL GTID's BEGIN) and its XID, and goes to the run without the transaction assembler's
-    bookkeeping; at the first other event its events so far go to the assembler after all, which
-    then sees exactly the stream it would have seen. fast_path=False reads every event through
-    the assembler (the tests compare the three)."""
+    Where the compiled scanner is built, a MariaDB row-only transaction is read straight from the
+    mapped file (binlog/_runscan.pyx), without an object per event; everything else, and
+    everything with fast_path=False, is read event by event and grouped by the transaction
+    assembler, the one way the rest of relaydeck reads (the tests compare the two)."""
     if not fast_path or _runscan is None:
         return _prepare(segment, run_length, fast_path, None, keys)
     again = copy.deepcopy(segment)  # reading changes the segment's reader state
@@ -516,57 +498,7 @@ def _prepare(
             if isinstance(item, LoggedEvent):
                 done = Position(item.log_name, item.end_pos)
 
-    gathered: list[LoggedEvent] | None = None  # the Python fast path's transaction so far
-    gtid: str | None = None
-    maria_gtid: MariaGtid | None = None
-    commit_timestamp: int | None = None
-    needs_begin = False
-
     def read(logged: LoggedEvent) -> None:
-        nonlocal gathered, gtid, maria_gtid, commit_timestamp, needs_begin, done
-        event = logged.event
-        kind = type(event)
-        if gathered is not None:
-            if kind is TableMap or kind is RowsEvent:
-                if not needs_begin:
-                    gathered.append(logged)
-                    return
-            elif kind is Xid:
-                if not needs_begin:
-                    gathered.append(logged)
-                    outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
-                    if outcome is False:
-                        close_run()
-                        outcome = builder.add_row_only(gathered, gtid, commit_timestamp, maria_gtid)
-                    if not taken(outcome):
-                        close_run()
-                        for earlier in gathered:
-                            for item in assembler.feed(earlier):
-                                assembled(item)
-                    done = Position(logged.log_name, logged.end_pos)
-                    gathered = None
-                    return
-            elif kind is Query and needs_begin and event.query == "BEGIN":
-                gathered.append(logged)
-                needs_begin = False
-                return
-            # not row-only after all: the assembler takes the transaction from its start
-            for earlier in gathered:
-                for item in assembler.feed(earlier):
-                    assembled(item)
-            gathered = None
-        elif fast_path and assembler.idle:
-            if kind is MariaGtidEvent:
-                if event.flags & _STANDALONE_OR_DDL == 0 and event.xa_format_id is None:
-                    gathered, commit_timestamp, needs_begin = [logged], None, False
-                    maria_gtid = event.gtid
-                    gtid = str(maria_gtid)
-                    return
-            elif kind is Gtid:
-                gathered, maria_gtid, needs_begin = [logged], None, True
-                gtid = None if event.anonymous else event.gtid_text
-                commit_timestamp = event.original_commit_timestamp
-                return
         for item in assembler.feed(logged):
             assembled(item)
 
@@ -601,12 +533,7 @@ def _prepare(
                 while True:
                     # the scanner reads with the file's format: only once the reader has walked
                     # the file from its start (its FORMAT_DESCRIPTION)
-                    if (
-                        scanner is not None
-                        and gathered is None
-                        and assembler.idle
-                        and state.read_file == walked
-                    ):
+                    if scanner is not None and assembler.idle and state.read_file == walked:
                         pos = scan(binlog, pos, limit)
                     reader = binlog.events(state, start=pos, resume=state.read_file == walked)
                     try:
@@ -619,7 +546,6 @@ def _prepare(
                             pos = logged.end_pos
                             if (
                                 scanner is not None
-                                and gathered is None
                                 and assembler.idle
                                 and pos + 5 <= limit
                                 and data[pos + 4] == _MARIADB_GTID
