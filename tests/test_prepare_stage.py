@@ -258,3 +258,35 @@ def test_a_killed_replay_leaves_no_preparing_process_behind(tmp_path):
     for pid in left:  # not left running by a failing test either
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+class _NothingSetBased(ParallelApplier):
+    """As if the slave held no table set-based: every prepared run is read again."""
+
+    def _takes_set_based(self, run: PreparedRun) -> bool:
+        return False
+
+
+def test_runs_read_again_skip_what_the_slave_has_and_apply_the_rest_exactly(tmp_path, monkeypatch):
+    import engine.applier.processes as processes
+
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
+    summary = generate("oltp", 6, tmp_path / "relay")
+    slave_path = tmp_path / "slave.duckdb"
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    logs = read_index(summary.index_file)
+    options = ParallelOptions(2, "logical_clock", pool="threads")
+    for again in (False, True):
+        slave = Slave(slave_path)
+        try:
+            if again:
+                # back to the start with the executed GTIDs kept: every transaction is one it has
+                slave.set_relay_position("", logs.files[0].name, 4)
+            applier = _NothingSetBased(slave, "", logs, options)
+            stats = applier.run()
+        finally:
+            slave.close()
+        assert stats.runs_read_again > 0 and stats.prepared_runs == 0
+        assert stats.transactions == (0 if again else summary.transactions)
+        assert stats.skipped == (summary.transactions if again else 0)
+        assert_tables_equal(slave_path, expected)

@@ -403,13 +403,15 @@ class ParallelApplier:
         """Schedule every transaction of a prepared run (those applied before are skipped). A run
         on a table the slave does not take set-based is read again and goes the ordinary way."""
         catalog = self.slave.catalog
-        for ops in run.tables:
-            table = catalog.get((ops.schema, ops.table))
-            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
-                self.stats.runs_read_again += 1
-                for item in self._read_run(run):
-                    self._schedule(item)  # type: ignore[arg-type]
-                return
+        if not self._takes_set_based(run):
+            self.stats.runs_read_again += 1
+            for item in self._read_run(run):
+                if item.gtid and self._scheduled.contains(item.gtid):
+                    self.stats.skipped += 1
+                    self._clock.skipped(item, self._gaq.next_ordinal - 1)
+                else:
+                    self._schedule(item)
+            return
         self.stats.prepared_runs += 1
         applied_before = run.gtids.any_in(self._scheduled)
         keys = self._keys
@@ -434,6 +436,16 @@ class ParallelApplier:
                 continue
             hashes = writesets[index] if writesets is not None else None
             self._schedule(txn, prepared=(run, index), hashes=hashes)
+
+    def _takes_set_based(self, run: PreparedRun) -> bool:
+        """Whether the slave holds every table of the run set-based (a primary key, the columns
+        the run was logged with)."""
+        catalog = self.slave.catalog
+        for ops in run.tables:
+            table = catalog.get((ops.schema, ops.table))
+            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
+                return False
+        return True
 
     def _read_run(self, run: PreparedRun) -> list[Transaction]:
         """The run's transactions read the ordinary way, from the relay log."""
