@@ -62,7 +62,7 @@ def measure(name: str, indexes: list[Path], repeats: int, tool: str) -> dict[str
 
     def ratios(ours: str) -> dict[str, object]:
         # mariadb-binlog's wall / ours, per round (the two ran back to back), and of the medians
-        # and the best walls: other sessions' load comes and goes within a round less than across
+        # and the best walls: other programs' load comes and goes within a round less than across
         paired = [peer[0] / mine[0] for peer, mine in zip(runs["mariadb_binlog"], runs[ours], strict=True)]
         return {
             "median_round": round(statistics.median(paired), 3),

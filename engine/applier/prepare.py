@@ -86,6 +86,13 @@ class TableOps:
     columns: tuple[ColumnInfo, ...]
     ops: pa.Table
     rows: int
+    _seq: Any = field(default=None, repr=False, compare=False)  # seq as numpy, once looked up
+
+    def seq_array(self) -> Any:
+        """seq as a numpy array (ascending: operations are numbered in log order)."""
+        if self._seq is None:
+            self._seq = self.ops.column(0).to_numpy()
+        return self._seq
 
 
 @dataclass(slots=True)
@@ -582,36 +589,57 @@ def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:
 
 def sliced_tables(parts: Sequence[tuple[PreparedRun, int, int]]) -> list[TableOps]:
     """The operations of transactions first … end - 1 of each (run, first, end), per table, in
-    one order across them (seq renumbered from 0): what a worker applies in one DuckDB
-    transaction. The scheduler may give a worker any transactions of a run, not only whole runs.
+    one order across them: what a worker applies in one DuckDB transaction. The scheduler may
+    give a worker any transactions of a run, not only whole runs; consecutive parts of one run
+    are taken from each of its tables at once (one take per table, not one slice per part:
+    measured 12.7 s of a 11.9 s replay in slicing when workers held one or two transactions of a
+    run each).
 
     Why one table of operations per table: the applier's cost is mostly per statement, not per
     row, so everything a batch holds for a table goes in the same few statements."""
     groups: dict[tuple[str, str], list[TableOps]] = {}
-    base = 0
-    for run, first, end in parts:
-        first_op = run.op_starts[first]
-        end_op = run.op_starts[end] if end < len(run.op_starts) else run.operations
-        whole = first == 0 and end == len(run.transactions)
+    base = 0  # seq of each run moved past the runs before it in the batch
+    i = 0
+    while i < len(parts):
+        run = parts[i][0]
+        j = i + 1
+        while j < len(parts) and parts[j][0] is run:
+            j += 1
+        pieces = parts[i:j]
+        i = j
+        count = len(run.transactions)
+        whole = len(pieces) == 1 and pieces[0][1] == 0 and pieces[0][2] == count
+        if not whole:
+            starts = np.fromiter((run.op_starts[f] for _, f, _ in pieces), np.int64, len(pieces))
+            ends = np.fromiter(
+                (run.op_starts[e] if e < count else run.operations for _, _, e in pieces),
+                np.int64,
+                len(pieces),
+            )
         for ops in run.tables:
-            data = ops.ops
-            rows = ops.rows
+            data, rows = ops.ops, ops.rows
             if not whole:
-                seq = data.column(0).to_numpy()  # ascending: operations are numbered in log order
-                low, high = (int(i) for i in np.searchsorted(seq, (first_op, end_op)))
-                if low == high:
-                    continue
-                data = data.slice(low, high - low)
+                seq = ops.seq_array()
+                lows, highs = np.searchsorted(seq, starts), np.searchsorted(seq, ends)
+                if len(pieces) == 1:
+                    if lows[0] == highs[0]:
+                        continue
+                    data = data.slice(int(lows[0]), int(highs[0] - lows[0]))
+                else:
+                    taken = [
+                        np.arange(low, high) for low, high in zip(lows, highs, strict=True) if high > low
+                    ]
+                    if not taken:
+                        continue
+                    data = data.take(np.concatenate(taken))
                 rows = data.num_rows - data.column(2).null_count  # an UPDATE is two operations
-            if base != first_op:
-                data = data.set_column(
-                    0, "seq", pc.add(data.column(0), pa.scalar(base - first_op, pa.int64()))
-                )
+            if base:
+                data = data.set_column(0, "seq", pc.add(data.column(0), pa.scalar(base, pa.int64())))
             group = groups.setdefault((ops.schema, ops.table), [])
             if group and group[0].columns != ops.columns:
                 raise ValueError(f"{ops.schema}.{ops.table} was logged with other columns in between")
             group.append(TableOps(ops.schema, ops.table, ops.columns, data, rows))
-        base += end_op - first_op
+        base += run.operations
     return [
         group[0]
         if len(group) == 1
