@@ -31,7 +31,7 @@ from engine.relaylog.segments import plan_segments
 
 from .conftest import ROOT
 from .spark_fixture import spark  # noqa: F401
-from .test_prepared_arrow import SomeKeys, assert_same_items
+from .test_prepared_arrow import assert_same_items, some_keys
 from .test_replay_oracle import CHANNELS
 
 SEGMENT_TRANSACTIONS = 300  # the capture's 2,448 transactions in several segments per channel
@@ -42,7 +42,7 @@ def _no_ordinary_reading(name: str, pos: int) -> Iterator[list[object]]:
 
 
 def chunks_through(executor, index: Path) -> list[object]:  # type: ignore[no-untyped-def]
-    task = PrepareTask(100, SomeKeys())  # type: ignore[arg-type]
+    task = PrepareTask(100, some_keys(index))
     items: list[object] = []
     for chunk in prepared_chunks(
         read_index(index), None, 4, executor, _no_ordinary_reading, None, task, SEGMENT_TRANSACTIONS
