@@ -24,7 +24,7 @@ import pytest
 from engine.applier.prepare import PreparedRun, PreparedSegment, PrepareTask, prepare_segment
 from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
-from engine.pool import InProcessExecutor, make_executor
+from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
 from engine.pool.spark import JOBS_PER_SLOT, SparkExecutor, _DriverWalk, run_shipped, ship
 from engine.relaylog.index import read_index
 from engine.relaylog.segments import plan_segments
@@ -86,6 +86,8 @@ class _Context:
 
     def __init__(self) -> None:
         self.jobs = 0
+        self.hold = threading.Event()  # cleared: a job waits until it is set
+        self.hold.set()
 
     def setJobGroup(self, *args: object, **kwargs: object) -> None:  # noqa: N802 - Spark's name
         pass
@@ -98,6 +100,7 @@ class _Context:
         return self
 
     def map(self, function):  # type: ignore[no-untyped-def]
+        self.hold.wait(60)
         self.jobs += 1
         self._results = [function(item) for item in self._items]
         return self
@@ -142,6 +145,38 @@ def test_until_spark_is_ready_segments_are_prepared_by_local_processes():
         assert [(a.slot, a.state) for a in executor.activity()] == [(slot, "idle") for slot in slots]
     finally:
         release.set()
+        executor.close()
+
+
+def test_activity_shows_what_each_spark_task_prepares():
+    session = _Session()
+    executor = SparkExecutor(1, start=lambda: session)
+    try:
+        assert executor.wait_started(30) and executor.spark_ready
+        segments = list(plan_segments(read_index(CHANNELS[1].index_file), None, 4, 50))
+        session.sparkContext.hold.clear()
+        task = PrepareTask(100)
+        futures = [executor.submit(task, segment) for segment in segments[:3]]
+        deadline = time.monotonic() + 30
+        while sum(a.state == "preparing" for a in executor.activity()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        where = [f"{s.start[0]}:{s.start[1]}" for s in segments[:2]]
+        assert executor.activity() == [
+            ExecutorActivity("spark task 1", "preparing", where[0]),
+            ExecutorActivity("spark task 2", "preparing", where[1]),
+            ExecutorActivity("queue", "queued", "1 segments"),
+        ] or executor.activity() == [
+            ExecutorActivity("spark task 1", "preparing", where[1]),
+            ExecutorActivity("spark task 2", "preparing", where[0]),
+            ExecutorActivity("queue", "queued", "1 segments"),
+        ]
+        session.sparkContext.hold.set()
+        for future, segment in zip(futures, segments, strict=False):
+            assert_same_items(future.result(30), prepare_segment(copy.deepcopy(segment), 100))
+        assert [a.state for a in executor.activity()] == ["idle", "idle"]
+        assert executor.segments_done == 3
+    finally:
+        session.sparkContext.hold.set()
         executor.close()
 
 
@@ -257,7 +292,12 @@ def test_a_standalone_cluster_prepares_exactly_what_the_applier_prepares(standal
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.startswith("segments prepared on the cluster: ")
-    assert int(result.stdout.split(": ")[1]) >= 2 * len(CHANNELS)
+    done, compiled = result.stdout.strip().removeprefix("segments prepared on the cluster: ").split(", ")
+    assert int(done) >= 2 * len(CHANNELS)
+    # the engine's compiled modules travel too (the same interpreter runs the executors here)
+    from engine.binlog.compiled import load
+
+    assert compiled == f"compiled modules: {load('_runscan', package='engine.binlog') is not None}"
 
 
 def _compare_on_cluster(master: str) -> None:
@@ -266,10 +306,18 @@ def _compare_on_cluster(master: str) -> None:
     executor = SparkExecutor(2, master)
     try:
         done = compare_on(executor)
+        context = executor._session.sparkContext
+        (compiled,) = context.parallelize([0], 1).map(_compiled_scanner_loaded).collect()
     finally:
         executor.close()
         stop_spark()
-    print(f"segments prepared on the cluster: {done}")
+    print(f"segments prepared on the cluster: {done}, compiled modules: {compiled}")
+
+
+def _compiled_scanner_loaded(_: int) -> bool:
+    from engine.binlog.compiled import load
+
+    return load("_runscan", package="engine.binlog") is not None
 
 
 if __name__ == "__main__":
