@@ -20,7 +20,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,12 +112,10 @@ def _one_row(values: pa.Array) -> pa.Array:
 def _encode_run(run: PreparedRun, prefix: str, columns: dict[str, pa.Array]) -> dict[str, Any]:
     transactions = run.transactions
     hints = typing.get_type_hints(RunTransaction)
-    arrays, names = [], []
-    for index, name in enumerate(RunTransaction._fields):
-        kind, to_arrow, _ = _column_codec(hints[name])
-        arrays.append(pa.array(to_arrow([t[index] for t in transactions]), type=kind))
-        names.append(name)
-    columns[prefix + "transactions"] = _one_row(pa.StructArray.from_arrays(arrays, names=names))
+    names = RunTransaction._fields
+    values = zip(*transactions, strict=True) if transactions else [()] * len(names)
+    arrays = [_column_codec(hints[name])[1](field) for name, field in zip(names, values, strict=True)]
+    columns[prefix + "transactions"] = _one_row(pa.StructArray.from_arrays(arrays, names=list(names)))
     columns[prefix + "op_starts"] = _one_row(pa.array(run.op_starts, pa.int64()))
     if run.writesets is not None:
         writesets = pa.array(
@@ -178,48 +176,45 @@ def _decode_run(spec: dict[str, Any], prefix: str, columns: dict[str, pa.Array])
     )
 
 
-_Codec = tuple[pa.DataType, Callable[[list[Any]], list[Any]], Callable[[pa.Array], list[Any]]]
+_Codec = tuple[pa.DataType, Callable[[Sequence[Any]], pa.Array], Callable[[pa.Array], list[Any]]]
 _POSITION = pa.struct([("log_name", pa.string()), ("pos", pa.int64())])
+_SCALARS = {int: pa.int64(), str: pa.string(), bool: pa.bool_(), float: pa.float64()}
 
 
 def _column_codec(hint: Any) -> _Codec:
-    """How a RunTransaction field of this type travels as a column: its Arrow type, the values
-    for Arrow, and the column back as the field's values."""
+    """How a RunTransaction field of this type travels as a column: its Arrow type, the field's
+    values as an Arrow array, and the array back as the field's values."""
     hint = _without_none(hint)
     if hint is Position:
-        return (
-            _POSITION,
-            lambda values: [{"log_name": p.log_name, "pos": p.pos} for p in values],
-            lambda array: list(
-                map(Position, array.field("log_name").to_pylist(), array.field("pos").to_pylist())
-            ),
-        )
-    if hint is int:
-        return pa.int64(), _same, _pylist
-    if hint is str:
-        return pa.string(), _same, _pylist
-    if hint is bool:
-        return pa.bool_(), _same, _pylist
-    if hint is float:
-        return pa.float64(), _same, _pylist
+        return _POSITION, _positions_out, _positions_back
+    if hint in _SCALARS:
+        kind = _SCALARS[hint]
+        return kind, lambda values: pa.array(values, kind), _pylist
     origin = typing.get_origin(hint)
     if origin in (frozenset, set, tuple, list):
-        (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
-        kind, to_arrow, _ = _column_codec(item)
-        rebuild = origin
+        (item,) = {_without_none(a) for a in typing.get_args(hint) if a is not Ellipsis}
+        if item not in _SCALARS:
+            raise TypeError(f"a prepared transaction's field of type {hint} has no Arrow column type")
+        kind = pa.list_(_SCALARS[item])
+
+        def items_out(values: Sequence[Any]) -> pa.Array:
+            return pa.array([None if v is None else list(v) for v in values], kind)
 
         def items_back(array: pa.Array) -> list[Any]:
-            return [None if v is None else rebuild(v) for v in array.to_pylist()]
+            return [None if v is None else origin(v) for v in array.to_pylist()]
 
-        def items_out(values: list[Any]) -> list[Any]:
-            return [None if v is None else to_arrow(list(v)) for v in values]
-
-        return pa.list_(kind), items_out, items_back
+        return kind, items_out, items_back
     raise TypeError(f"a prepared transaction's field of type {hint} has no Arrow column type")
 
 
-def _same(values: list[Any]) -> list[Any]:
-    return values
+def _positions_out(values: Sequence[Position]) -> pa.Array:
+    names = pa.array([p.log_name for p in values], pa.string())
+    positions = pa.array([p.pos for p in values], pa.int64())
+    return pa.StructArray.from_arrays([names, positions], fields=list(_POSITION))
+
+
+def _positions_back(array: pa.Array) -> list[Position]:
+    return list(map(Position, array.field("log_name").to_pylist(), array.field("pos").to_pylist()))
 
 
 def _pylist(array: pa.Array) -> list[Any]:
