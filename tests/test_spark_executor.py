@@ -25,7 +25,14 @@ from engine.applier.prepare import PreparedRun, PreparedSegment, PrepareTask, pr
 from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
 from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
-from engine.pool.spark import JOBS_PER_SLOT, SparkExecutor, _DriverWalk, run_shipped, ship
+from engine.pool.spark import (
+    JOBS_PER_SLOT,
+    SparkExecutor,
+    SparkExecutorError,
+    _DriverWalk,
+    run_shipped,
+    ship,
+)
 from engine.relaylog.index import read_index
 from engine.relaylog.segments import plan_segments
 
@@ -82,12 +89,14 @@ def test_local_mode_prepares_exactly_what_the_applier_prepares(spark):  # noqa: 
 
 
 class _Context:
-    """Stands for a SparkContext that runs each job's function in this process."""
+    """Stands for a SparkContext that runs each job's function in this process, one job at a time
+    as a Spark Python worker runs its tasks (a task may use the process's caches alone)."""
 
     def __init__(self) -> None:
         self.jobs = 0
         self.hold = threading.Event()  # cleared: a job waits until it is set
         self.hold.set()
+        self._one_at_a_time = threading.Lock()
 
     def setJobGroup(self, *args: object, **kwargs: object) -> None:  # noqa: N802 - Spark's name
         pass
@@ -95,18 +104,24 @@ class _Context:
     def cancelJobGroup(self, *args: object) -> None:  # noqa: N802
         pass
 
-    def parallelize(self, items: list[object], slices: int) -> _Context:
-        self._items = items
-        return self
+    def parallelize(self, items: list[object], slices: int) -> _Job:
+        return _Job(self, items)
+
+
+class _Job:
+    def __init__(self, context: _Context, items: list[object]) -> None:
+        self.context, self.items = context, items
 
     def map(self, function):  # type: ignore[no-untyped-def]
-        self.hold.wait(60)
-        self.jobs += 1
-        self._results = [function(item) for item in self._items]
+        self.function = function
         return self
 
     def collect(self) -> list[object]:
-        return self._results
+        context = self.context
+        context.hold.wait(60)
+        with context._one_at_a_time:
+            context.jobs += 1
+            return [self.function(item) for item in self.items]
 
 
 class _Session:
@@ -205,6 +220,23 @@ def test_a_task_reads_only_the_bytes_of_its_segment(tmp_path):
         data = run_shipped(task, shipped)
         expected = prepare_segment(copy.deepcopy(segment), 100)
         assert_same_items(task.from_arrow(data, segment), expected)
+
+
+def test_any_other_failure_to_start_spark_is_a_clear_error_naming_the_master():
+    def start() -> None:
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    executor = SparkExecutor(2, "spark://127.0.0.1:9", start=start)
+    try:
+        assert executor.wait_started(30)
+        with pytest.raises(
+            SparkExecutorError, match=r"Spark did not start \(spark://127.0.0.1:9\): .*refused"
+        ):
+            executor.submit(
+                PrepareTask(100), next(plan_segments(read_index(CHANNELS[1].index_file), None, 4, 50))
+            )
+    finally:
+        executor.close()
 
 
 # -- a standalone cluster -----------------------------------------------------------------------
