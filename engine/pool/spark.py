@@ -38,9 +38,9 @@ R = TypeVar("R")
 # next job is scheduled (0.1-0.3 s each), the other keeps the slot busy
 JOBS_PER_SLOT = 2
 # Segments for Spark are best this many times the applier's usual size (SEGMENT_TRANSACTIONS,
-# SEGMENT_BYTES): a job's fixed cost is spread over more work (measured on a 300 MB OLTP log in
-# local mode on 2 busy cores, each Spark run against the process pool's run beside it at the same
-# size: ×1 0.40-0.60, ×2 0.71-0.79, ×4 0.66-0.83; benchmarks/prepare_executors.py)
+# SEGMENT_BYTES): a job's fixed cost is spread over more work (measured on a 315 MB OLTP log in
+# local mode on 2 busy cores, against the process pool at the applier's size beside it: ×1
+# 0.62-0.69, ×4 0.78-0.83; benchmarks/prepare_executors.py)
 SEGMENT_SCALE = 4
 
 _MAGIC_AND_FORMAT = 4 + 19  # the file's magic and the header of its Format_description
