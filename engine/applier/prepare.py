@@ -434,10 +434,14 @@ class PrepareTask:
         return prepare_segment(segment, self.run_length, keys=self.keys)
 
     def to_arrow(self, result: PreparedSegment) -> bytes:
-        raise NotImplementedError("the Spark executor's encoding of a prepared segment")
+        from .prepared_arrow import encode_segment  # it imports this module
+
+        return encode_segment(result)
 
     def from_arrow(self, data: bytes, segment: Segment) -> PreparedSegment:
-        raise NotImplementedError("the Spark executor's encoding of a prepared segment")
+        from .prepared_arrow import decode_segment
+
+        return decode_segment(data, segment)
 
 
 def prepare_segment(
