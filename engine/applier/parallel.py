@@ -348,6 +348,8 @@ class ParallelApplier:
             self._read_again_from,
             continuity,
             self._task,
+            processes.SEGMENT_TRANSACTIONS * self.executor.segment_scale,
+            processes.SEGMENT_BYTES * self.executor.segment_scale,
             ahead=self._segments_ahead,
         )
 
@@ -365,7 +367,7 @@ class ParallelApplier:
 
     def _task(self) -> PrepareTask:
         """What the next segment is prepared with: the keys the slave has now."""
-        return PrepareTask(processes.SEGMENT_TRANSACTIONS, self._keys)
+        return PrepareTask(processes.SEGMENT_TRANSACTIONS * self.executor.segment_scale, self._keys)
 
     def _read_again_from(self, start_file: str, pos: int) -> Iterator[list[object]]:
         """The ordinary reader, where the preparing stage handed over (bad input, a failed task):

@@ -54,6 +54,8 @@ class ExecutorActivity:
 class Executor(Protocol):
     kind: str  # one of EXECUTOR_KINDS
     workers: int  # segments it prepares side by side
+    # segments this many times the usual size suit it (Spark: each job has a fixed cost)
+    segment_scale: int
 
     def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]: ...
 
@@ -106,6 +108,7 @@ class InProcessExecutor:
 
     kind = "threads"
     workers = 1
+    segment_scale = 1
 
     def __init__(self) -> None:
         self.segments_done = 0
@@ -168,6 +171,7 @@ class ProcessExecutor:
     """`workers` forked processes, started on the first submit."""
 
     kind = "processes"
+    segment_scale = 1
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
