@@ -332,6 +332,46 @@ def test_a_standalone_cluster_prepares_exactly_what_the_applier_prepares(standal
     assert compiled == f"compiled modules: {load('_runscan', package='engine.binlog') is not None}"
 
 
+def test_a_replay_on_the_standalone_cluster_gives_the_sources_tables(standalone_cluster, tmp_path):
+    """Both channels of the capture replayed with `--workers 2 --pool spark --spark-master
+    spark://…`, Spark started first so that the cluster prepares every segment."""
+    from .test_replay_oracle import assert_tables_equal, expected_tables
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    slave = tmp_path / "slave.duckdb"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.test_spark_executor", standalone_cluster, str(slave)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert_tables_equal(slave, expected_tables())
+    # every segment of both channels (at least one each) was prepared by the cluster's tasks
+    prepared = int(result.stdout.strip().removeprefix("segments prepared on the cluster: "))
+    assert prepared >= len(CHANNELS)
+
+
+def _replay_on_cluster(master: str, slave: str) -> None:
+    import engine.replay
+    from engine.applier.parallel import ParallelOptions
+    from engine.spark.session import stop_spark
+
+    executor = SparkExecutor(2, master)
+    assert executor.wait_started(600), "Spark did not start"
+    engine.replay.make_executor = lambda kind, workers, spark_master=None: executor  # type: ignore[assignment]
+    options = ParallelOptions(2, "writeset", pool="spark", spark_master=master)
+    try:
+        outcomes = engine.replay.Replay(Path(slave), None, list(CHANNELS), parallel=options).run()
+        assert all(o.error is None for o in outcomes), [o.error for o in outcomes]
+        print(f"segments prepared on the cluster: {executor.segments_done_on_spark}")
+    finally:
+        executor.close()
+        stop_spark()
+
+
 def _compare_on_cluster(master: str) -> None:
     from engine.spark.session import stop_spark
 
@@ -353,4 +393,7 @@ def _compiled_scanner_loaded(_: int) -> bool:
 
 
 if __name__ == "__main__":
-    _compare_on_cluster(sys.argv[1])
+    if len(sys.argv) > 2:
+        _replay_on_cluster(sys.argv[1], sys.argv[2])
+    else:
+        _compare_on_cluster(sys.argv[1])
