@@ -7,27 +7,40 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
-
 
 @contextmanager
-def paused_pool(processes: int, timeout: float = 60) -> Iterator[list[int]]:
-    """Wait for `processes` pool processes to be forked, stop them all and yield their pids; they
-    go on when the block ends (also on failure, so the replay can finish)."""
-    deadline = time.monotonic() + timeout
-    while len(children := multiprocessing.active_children()) < processes:
-        if time.monotonic() > deadline:
-            pytest.fail(f"{processes} pool processes were not started within {timeout} s")
-        time.sleep(0.001)  # the first segment is quick: stop them before they finish it
-    pids = [child.pid for child in children if child.pid is not None]
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
+def paused_pool(processes: int, timeout: float = 60) -> Iterator[threading.Event]:
+    """For the block: a thread waits for `processes` pool processes to be forked and stops them
+    at once (the first segment is quick), then sets the event it yields. They go on when the block
+    ends, also on failure, so the replay can finish. Enter it before the replay starts."""
+    stopped = threading.Event()
+    done = threading.Event()
+    pids: list[int] = []
+
+    def pause() -> None:
+        deadline = time.monotonic() + timeout
+        while not done.is_set() and time.monotonic() < deadline:
+            children = multiprocessing.active_children()
+            if len(children) >= processes:
+                for child in children:
+                    if child.pid is not None:
+                        os.kill(child.pid, signal.SIGSTOP)
+                        pids.append(child.pid)
+                stopped.set()
+                return
+            time.sleep(0.0005)
+
+    thread = threading.Thread(target=pause, name="pool-pauser", daemon=True)
+    thread.start()
     try:
-        yield pids
+        yield stopped
     finally:
+        done.set()
+        thread.join()
         for pid in pids:
             os.kill(pid, signal.SIGCONT)

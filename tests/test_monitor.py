@@ -56,9 +56,10 @@ def test_a_snapshot_carries_the_pool_s_activity_while_a_replay_runs(tmp_path):
         replica.execute(
             f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M1}', REPLICA_PARALLEL_WORKERS = 2 FOR CHANNEL 'm1'"
         )
-        replica.execute("START REPLICA FOR CHANNEL 'm1'")
         relay_files = {p.name for p in read_index(M1).files}
-        with paused_pool(2):
+        with paused_pool(2) as stopped:
+            replica.execute("START REPLICA FOR CHANNEL 'm1'")
+            assert stopped.wait(60), "the pool's processes were not started"
             deadline = time.monotonic() + 30
             while (pool := applied_pool(replica)) is None or not any(
                 s.state == "preparing" for s in pool.slots
