@@ -37,15 +37,16 @@ class PoolPanel(Vertical):
         table.display = pool is not None and bool(pool.slots)
         slots = pool.slots if pool is not None else ()
         names = [s.slot for s in slots]
+        # rows are keyed by position: slot names come from the executor, which may repeat one
         if (channel, names) != self._shown:
             table.clear()
-            for slot in slots:
-                table.add_row(*self._cells(slot.slot, slot.state, slot.segment), key=slot.slot)
+            for number, slot in enumerate(slots):
+                table.add_row(*self._cells(slot.slot, slot.state, slot.segment), key=str(number))
             self._shown = (channel, names)
             return
-        for slot in slots:
+        for number, slot in enumerate(slots):
             for (key, _), cell in zip(COLUMNS, self._cells(slot.slot, slot.state, slot.segment), strict=True):
-                table.update_cell(slot.slot, key, cell, update_width=True)
+                table.update_cell(str(number), key, cell, update_width=True)
 
     def _title(self, channel: str | None, pool: PoolView | None) -> Text:
         title = Text("preparing pool", "bold")

@@ -110,7 +110,7 @@ def test_the_workers_view_shows_the_live_process_pool_of_a_replay(tmp_path):
     def pool_rows(app: ConsoleApp) -> dict[str, tuple[str, str]]:
         table = app.query_one("#pool-table")
         return {
-            str(row.key.value): (
+            str(table.get_cell(row.key, "slot")): (
                 str(table.get_cell(row.key, "state")),
                 str(table.get_cell(row.key, "segment")),
             )
