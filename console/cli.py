@@ -4,143 +4,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple, TextIO
+from typing import TextIO
 
 from console.channel_option import add_channel_option, channel_and_index
-from engine.binlog.columns import decode_rows_event
-from engine.binlog.constants import EVENT_TYPE_NAMES, event_type_name
-from engine.binlog.events import RowsEvent, TableMap
-from engine.binlog.reader import LoggedEvent, ReaderState
-from engine.errors import BinlogError, RelaydeckError
+from engine.errors import RelaydeckError
 from engine.gc_tuning import relax_garbage_collector
-from engine.relaylog.continuity import Continuity, checked
+from engine.listing import ListingOptions, list_events
 from engine.relaylog.index import resolve_inputs
-from engine.relaylog.stream import stream_events
-from engine.render import json_value, json_visible, row_lines_fast, visible
-from engine.transactions import row_kind_name
+from engine.render import json_visible, visible
 
 BUNDLED_RELAY_LOG = (
     Path(__file__).resolve().parent.parent / "fixtures" / "mariadb-10.11-multisource" / "relay"
 )
 
 
-def _iter_inputs(paths: list[str], from_pos: int) -> Iterator[LoggedEvent]:
-    """The events of each input in turn, checked for continuity as the applier checks them."""
-    first = True
-    for logs in resolve_inputs(paths):
-        state = ReaderState()
-        start_file = logs.files[0].name if first and from_pos > 4 else None
-        start_pos = from_pos if first else 4
-        continuity = Continuity()
-        continuity.starting_in(logs.files[0], start_pos)
-        yield from checked(
-            stream_events(logs, start_file=start_file, start_pos=start_pos, state=state), continuity
-        )
-        first = False
-
-
-def _row_lines(images) -> str:  # type: ignore[no-untyped-def]
-    table_map = images.table_map
-    head = f"### {row_kind_name(images.kind)} `{visible(table_map.schema)}`.`{visible(table_map.table)}` "
-    columns = images.columns
-    if not all(c.name.isprintable() for c in columns):
-        columns = [_ShownColumn(visible(c.name)) for c in columns]
-    # straight from the column lists: RowImages.rows() would build two dicts per row
-    return row_lines_fast(head, columns, (images.before, images.after), images.count)
-
-
-class _ShownColumn(NamedTuple):
-    """A column as a row line names it (its name escaped for the terminal)."""
-
-    name: str
-
-
-def _rows_json(images) -> list[dict]:  # type: ignore[no-untyped-def]
-    out = []
-    for before, after in images.rows():
-        row: dict[str, object] = {}
-        if before is not None:
-            row["before"] = {k: json_value(v) for k, v in before.items()}
-        if after is not None:
-            row["after"] = {k: json_value(v) for k, v in after.items()}
-        out.append(row)
-    return out
-
-
 def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
     """SHOW RELAYLOG EVENTS over files or index files."""
-    # Lines are gathered and written a few thousand at a time: one write per event costs more
-    # than formatting the event.
-    pending: list[str] = []
-    if not args.json:
-        pending.append("Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n")
-    try:
-        _list_events(args, pending, out)
-    finally:
-        out.write("".join(pending))
+    list_events(
+        resolve_inputs(args.inputs),
+        args.from_pos,
+        ListingOptions(as_json=args.json, rows=args.rows),
+        out.write,
+        limit=args.limit,
+        jobs=args.jobs,
+    )
     return 0
-
-
-def _list_events(args: argparse.Namespace, pending: list[str], out: TextIO) -> None:
-    """The events of cmd_events, appended to `pending` (flushed to `out` every few thousand lines)."""
-    table_maps: dict[int, TableMap] = {}
-    write = pending.append
-    limit, rows, as_json = args.limit, args.rows, args.json  # locals: read once per event
-    type_names = EVENT_TYPE_NAMES
-    shown = 0
-    for logged in _iter_inputs(args.inputs, args.from_pos):
-        if len(pending) >= 4096:
-            out.write("".join(pending))
-            pending.clear()
-        if limit is not None and shown >= limit:
-            break
-        shown += 1
-        event = logged.event
-        is_rows = isinstance(event, RowsEvent)
-        if not is_rows and isinstance(event, TableMap):
-            table_maps[event.table_id] = event
-        header = logged.header
-        images = None
-        rows_error = None
-        if rows and is_rows:
-            table_map = table_maps.get(event.table_id)
-            if table_map is None:
-                rows_error = f"no table map for table_id {event.table_id} before this event"
-            else:
-                try:
-                    images = decode_rows_event(event, table_map)
-                except ValueError as exc:
-                    raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
-        if as_json:
-            record: dict[str, object] = {
-                "log_name": logged.log_name,
-                "pos": logged.pos,
-                "event_type": logged.event_type,
-                "server_id": header.server_id,
-                "end_log_pos": header.log_pos,
-                "info": event.info(),
-            }
-            if rows and is_rows:
-                record["rows"] = _rows_json(images) if images is not None else None
-                if rows_error:
-                    record["rows_error"] = rows_error
-            write(json_visible(json.dumps(record, ensure_ascii=False)) + "\n")
-        else:
-            # statements and names from the log may hold terminal escape sequences: shown escaped
-            info = visible(event.info().replace("\n", " "))
-            code = header.type_code
-            write(
-                f"{visible(logged.log_name)}\t{logged.pos}\t{type_names.get(code) or event_type_name(code)}\t"
-                f"{header.server_id}\t{header.log_pos}\t{info}\n"
-            )
-            if images is not None:
-                write(_row_lines(images))
-            elif rows_error:
-                write(f"### ({rows_error})\n")
 
 
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
@@ -155,6 +48,16 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
         f"index {summary.index_file}\n"
     )
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("1 or more")
+    return value
 
 
 def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -206,8 +109,8 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if not 0 <= args.workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")
     if args.workers == 0:
-        if args.pool != "threads":
-            raise RelaydeckError(f"--pool {args.pool} is a pool of workers: give --workers N (1 or more)")
+        if args.pool is not None:
+            raise RelaydeckError(f"--pool {args.pool} prepares for workers: give --workers N (1 or more)")
         return None
     try:
         return ParallelOptions(
@@ -217,7 +120,7 @@ def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             pending_jobs_size_max=args.pending_jobs_size_max,
             checkpoint_group=args.checkpoint_group,
             checkpoint_period_ms=args.checkpoint_period,
-            pool=args.pool,
+            pool=args.pool or "processes",
             spark_master=args.spark_master,
         )
     except ValueError as exc:
@@ -558,6 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--from-pos", type=int, default=4, metavar="N", help="start at this position of the first file"
     )
     events.add_argument("--limit", type=int, default=None, metavar="N", help="show at most N events")
+    events.add_argument(
+        "--jobs",
+        type=_positive,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="decode with N processes (default: the core count; 1: in this process)",
+    )
     events.set_defaults(func=cmd_events)
 
     gen = sub.add_parser(
@@ -648,10 +558,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--pool",
-        choices=("threads", "spark", "processes"),
-        default="threads",
-        help="threads (default); spark: row decoding and writesets in Spark tasks; processes: worker "
-        "processes read and decode segments of the relay log, applied in source order (needs --workers > 0)",
+        choices=("processes", "spark", "threads"),
+        default=None,
+        help="where the relay log is read, decoded and prepared for the --workers: processes (default, "
+        "one per core), spark (Spark tasks; --spark-master for a cluster) or threads (the coordinator's "
+        "own thread, for tiny logs)",
     )
     rep.add_argument(
         "--spark-master", default=None, metavar="URL", help="a Spark cluster (default: local mode)"

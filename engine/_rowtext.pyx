@@ -62,3 +62,75 @@ def row_lines(str head, columns, tuple images, Py_ssize_t count):
             parts.append(")")
         parts.append("\n")
     return "".join(parts)
+
+
+# -- --json --rows: the rows as a JSON list -----------------------------------------------------
+
+cdef object _py_value_json = None
+cdef object _json_string = None
+
+
+def configure_json(py_value_json):
+    global _py_value_json, _json_string
+    import json.encoder
+
+    _py_value_json = py_value_json
+    _json_string = json.encoder.encode_basestring  # json.dumps' string form (ensure_ascii=False)
+    return rows_json
+
+
+cdef inline bint _json_plain(str text):
+    """Whether json.dumps writes `text` as itself between quotes (nothing to escape)."""
+    cdef Py_UCS4 c
+    for c in text:
+        if c < 0x20 or c == 0x22 or c == 0x5C:
+            return False
+    return True
+
+
+cdef inline void _append_value_json(list parts, object value):
+    cdef type kind = type(value)
+    if kind is int:
+        parts.append(str(value))
+    elif kind is str:
+        if _json_plain(<str> value):
+            parts.append('"')
+            parts.append(value)
+            parts.append('"')
+        else:
+            parts.append(_json_string(value))
+    elif value is None:
+        parts.append("null")
+    else:
+        parts.append(_py_value_json(value))  # render.value_json
+
+
+def rows_json(list keys, before, after, Py_ssize_t count):
+    """The compiled form of render.rows_json_text: the rows as the JSON list
+    [{"before": {name: value, ...}, "after": {...}}, ...].
+
+    keys: each column's name as a JSON string (unique); before/after: None, or a dict of column
+    index -> that column's values.
+    """
+    cdef list shown = []
+    cdef list columns
+    for name, image in (('"before": {', before), ('"after": {', after)):
+        if image:
+            columns = []
+            for i, values in (<dict> image).items():
+                # what precedes each value: its key, after a comma for all but the first
+                columns.append((keys[i] + ": " if not columns else ", " + keys[i] + ": ", values))
+            shown.append((name if not shown else ", " + name, columns))
+    cdef list parts = ["["]
+    cdef Py_ssize_t r
+    for r in range(count):
+        parts.append("{" if r == 0 else ", {")
+        for label, columns in shown:
+            parts.append(label)
+            for prefix, values in columns:
+                parts.append(prefix)
+                _append_value_json(parts, values[r])
+            parts.append("}")
+        parts.append("}")
+    parts.append("]")
+    return "".join(parts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -183,6 +184,55 @@ def row_lines(
     )
 
 
+_json_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def value_json(value: Any) -> str:
+    """A value as json.dumps(json_value(value), ensure_ascii=False) writes it."""
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str:
+        return _json_string(value)
+    if value is None:
+        return "null"
+    return json.dumps(json_value(value), ensure_ascii=False)
+
+
+def rows_json_text(
+    keys: Sequence[str],
+    before: dict[int, list[Any]] | None,
+    after: dict[int, list[Any]] | None,
+    count: int,
+) -> str:
+    """The rows as the JSON list json.dumps(ensure_ascii=False) writes for
+    [{"before": {name: value, ...}, "after": {...}}, ...] (an image present only when it holds
+    columns), without building those dicts.
+
+    keys: each column's name as a JSON string (unique); before/after: None, or a dict of column
+    index -> that column's values.
+    """
+    shown = [
+        (label, [(keys[i], values) for i, values in image.items()])
+        for label, image in (('"before": {', before), ('"after": {', after))
+        if image
+    ]
+    return (
+        "["
+        + ", ".join(
+            "{"
+            + ", ".join(
+                label + ", ".join([f"{key}: {value_json(values[r])}" for key, values in image]) + "}"
+                for label, image in shown
+            )
+            + "}"
+            for r in range(count)
+        )
+        + "]"
+    )
+
+
 _rowtext = load("_rowtext", __package__)
-# the C form where it is built (same text: tests/test_rowtext_compiled.py), else the one above
+# the C forms where they are built (same text: tests/test_rowtext_compiled.py), else the ones above
 row_lines_fast = _rowtext.configure(quoted) if _rowtext is not None else row_lines
+rows_json_fast = _rowtext.configure_json(value_json) if _rowtext is not None else rows_json_text

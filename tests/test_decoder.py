@@ -185,7 +185,7 @@ def test_a_decoder_is_compiled_once_per_table_shape():
 def test_events_rows_text_lines_show_each_row_of_each_event_in_order():
     # The text listing formats rows straight from the decoded column lists; RowImages.rows() is
     # the row-wise view. Every line must show that row's images, columns in order, values quoted.
-    from console.cli import _row_lines
+    from engine.listing.lines import row_lines as _row_lines
     from engine.render import quoted
     from engine.transactions import row_kind_name
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from engine import render
@@ -19,6 +20,7 @@ compiled_only = pytest.mark.skipif(
 
 def test_the_compiled_row_line_formatter_is_built_and_used() -> None:
     assert render.row_lines_fast is not render.row_lines
+    assert render.rows_json_fast is not render.rows_json_text
 
 
 values = st.one_of(
@@ -79,3 +81,26 @@ def test_a_row_line_reads_like_mysqlbinlog() -> None:
             "### UPDATE `db`.`t` (id=7, note='it\\'s') -> (id=8, note=NULL, d=1.50)\n"
             "### UPDATE `db`.`t` (id=9, note='x') -> (id=9, note='y', d=2)\n"
         )
+
+
+def rows_as_json_dumps_writes_them(columns, before, after, count) -> str:  # type: ignore[no-untyped-def]
+    rows = []
+    for r in range(count):
+        row = {}
+        for label, image in (("before", before), ("after", after)):
+            if image:
+                row[label] = {columns[i].name: render.json_value(values[r]) for i, values in image.items()}
+        rows.append(row)
+    return json.dumps(rows, ensure_ascii=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=images())
+def test_rows_as_json_are_what_json_dumps_writes_in_both_forms(case: tuple) -> None:
+    columns, (before, after), count = case
+    names = [c.name for c in columns]
+    assume(len(set(names)) == len(names))
+    keys = [json.dumps(name, ensure_ascii=False) for name in names]
+    expected = rows_as_json_dumps_writes_them(columns, before, after, count)
+    assert render.rows_json_text(keys, before, after, count) == expected
+    assert render.rows_json_fast(keys, before, after, count) == expected

@@ -257,7 +257,10 @@ class ParallelApplier:
         self._coordinator_waiting = False
         self._caught_up = False  # following: all that has arrived is queued, nothing more is coming yet
         self.executor: Executor = executor or InProcessExecutor()
-        self._keys: WritesetKeys | None = None  # what the prepared writesets were hashed with
+        self._keys: WritesetKeys | None = None  # what the next segments' writesets are hashed with
+        self._keys_of_version: dict[int, WritesetKeys] = {}
+        # segments ahead since the keys last changed; a new slave (no tables) starts at one
+        self._ahead_after_ddl = 0 if not len(slave.catalog) else 1 << 30
         self._failure: tuple[int, Job, ChannelError] | None = None
         self._aborting = False  # KILL, or STOP past its timeout: workers drop what they hold
         self._clock = LogicalClock()
@@ -336,9 +339,29 @@ class ParallelApplier:
             return _read_chunks(self.logs, start_file, pos, follow, continuity=continuity)
         if self.options.parallel_type == "writeset" and self.options.schedule is None:
             self._keys = writeset_keys(self.slave.catalog)
+            self._keys_of_version[self._keys.version] = self._keys
         return prepared_chunks(
-            self.logs, start_file, pos, self.executor, self._read_again_from, continuity, self._task
+            self.logs,
+            start_file,
+            pos,
+            self.executor,
+            self._read_again_from,
+            continuity,
+            self._task,
+            ahead=self._segments_ahead,
         )
+
+    def _segments_ahead(self) -> int | None:
+        """Segments in flight: fewer while definitions change. What is prepared before a DDL that
+        changes the keys of its tables is hashed again here, in the coordinator's thread, so
+        while DDL comes (a new slave's CREATE TABLEs) few segments are prepared ahead; one more
+        each time a chunk is taken, back to the executor's default."""
+        if self._keys is None:
+            return None
+        self._ahead_after_ddl += 1
+        if self._ahead_after_ddl > self.executor.workers * 2 + 1:
+            return None
+        return self._ahead_after_ddl
 
     def _task(self) -> PrepareTask:
         """What the next segment is prepared with: the keys the slave has now."""
@@ -380,7 +403,8 @@ class ParallelApplier:
                         keys = writeset_keys(self.slave.catalog, self._keys.version + 1)
                         if keys != self._keys:
                             # segments prepared before now hashed with the keys as they were
-                            self._keys = keys
+                            self._keys = self._keys_of_version[keys.version] = keys
+                            self._ahead_after_ddl = 0
                 elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                     self._drain()
                     return incident_error(self.channel, item)
@@ -403,18 +427,20 @@ class ParallelApplier:
         """Schedule every transaction of a prepared run (those applied before are skipped). A run
         on a table the slave does not take set-based is read again and goes the ordinary way."""
         catalog = self.slave.catalog
-        for ops in run.tables:
-            table = catalog.get((ops.schema, ops.table))
-            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
-                self.stats.runs_read_again += 1
-                for item in self._read_run(run):
-                    self._schedule(item)  # type: ignore[arg-type]
-                return
+        if not self._takes_set_based(run):
+            self.stats.runs_read_again += 1
+            for item in self._read_run(run):
+                if item.gtid and self._scheduled.contains(item.gtid):
+                    self.stats.skipped += 1
+                    self._clock.skipped(item, self._gaq.next_ordinal - 1)
+                else:
+                    self._schedule(item)
+            return
         self.stats.prepared_runs += 1
         applied_before = run.gtids.any_in(self._scheduled)
         keys = self._keys
         writesets = run.writesets if keys is not None else None
-        if keys is not None and run.writeset_version != keys.version:
+        if keys is not None and self._hashed_with_other_keys(run, keys):
             # hashed with keys the slave no longer has (a DDL came between): hashed again here,
             # from the relay log, with the keys it has now (only the runs in flight at a DDL)
             again = self._read_run(run)
@@ -434,6 +460,26 @@ class ParallelApplier:
                 continue
             hashes = writesets[index] if writesets is not None else None
             self._schedule(txn, prepared=(run, index), hashes=hashes)
+
+    def _hashed_with_other_keys(self, run: PreparedRun, keys: WritesetKeys) -> bool:
+        """Whether the run's writesets were hashed with keys other than the slave's now for one
+        of its tables (a DDL came between; one on other tables changes nothing here)."""
+        if run.writeset_version == keys.version:
+            return False
+        hashed_with = self._keys_of_version.get(run.writeset_version)  # type: ignore[arg-type]
+        if hashed_with is None:
+            return True
+        return any(hashed_with.of(t.schema, t.table) != keys.of(t.schema, t.table) for t in run.tables)
+
+    def _takes_set_based(self, run: PreparedRun) -> bool:
+        """Whether the slave holds every table of the run set-based (a primary key, the columns
+        the run was logged with)."""
+        catalog = self.slave.catalog
+        for ops in run.tables:
+            table = catalog.get((ops.schema, ops.table))
+            if table is None or not table.primary_key or len(table.columns) != len(ops.columns):
+                return False
+        return True
 
     def _read_run(self, run: PreparedRun) -> list[Transaction]:
         """The run's transactions read the ordinary way, from the relay log."""

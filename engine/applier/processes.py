@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 from ..errors import RelayLogGap
 from ..pool import Executor
-from ..pool.ahead import SegmentPipeline, TaskFailed
+from ..pool.ahead import SEGMENTS_AHEAD_PER_WORKER, SegmentPipeline, TaskFailed
 from ..relaylog.continuity import Continuity
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import plan_segments
@@ -35,6 +35,7 @@ def prepared_chunks(
     task: PrepareTask | Callable[[], PrepareTask] | None = None,
     segment_transactions: int | None = None,
     segment_bytes: int | None = None,
+    ahead: Callable[[], int | None] | None = None,
 ) -> Iterator[list[object]]:
     """The relay log from (start_file, start_pos) as the ordinary reader gives it, except that
     runs of row-only transactions come as PreparedRun. Segments already prepared when the caller
@@ -46,6 +47,9 @@ def prepared_chunks(
 
     task: what each segment is prepared with, or a function giving the one to use for the next
     segment submitted (the keys of the writesets change with the slave's definitions).
+
+    ahead: how many segments to keep in flight from now on, asked before each refill (None: the
+    executor's default).
 
     continuity: the check of the stream before start_pos. Each task checks its segment; here
     each segment's start is checked against the end of the one before, so the whole stream is
@@ -65,7 +69,10 @@ def prepared_chunks(
         segment_bytes,
         segment_bytes // FIRST_SEGMENT_FRACTION if segment_bytes else None,
     )
-    pipeline: SegmentPipeline[PreparedSegment] = SegmentPipeline(executor, first_task, segments)
+    pipeline: SegmentPipeline[PreparedSegment] = SegmentPipeline(
+        executor, first_task, segments, ahead() if ahead is not None else None
+    )
+    default_ahead = executor.workers * SEGMENTS_AHEAD_PER_WORKER + 1
     try:
         while pipeline:
             ready = [pipeline.take()]
@@ -74,6 +81,8 @@ def prepared_chunks(
             # before the applier takes this chunk, not after: the executor keeps busy meanwhile
             if current_task is not None:
                 pipeline.task = current_task()
+            if ahead is not None:
+                pipeline.ahead = ahead() or default_ahead
             pipeline.refill()
             items: list[object] = []
             for prepared in ready:

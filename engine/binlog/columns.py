@@ -12,9 +12,7 @@ import datetime as dt
 import struct
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from .charsets import codec_for
 from .compiled import load
@@ -23,6 +21,9 @@ from .events.rows import RowsEvent, TableMap, real_type
 from .json_binary import decode_json, json_text, read_json_diff_column
 from .primitives import failure_text
 from .values import decode_decimal
+
+if TYPE_CHECKING:  # loaded where Arrow is used: listing events needs none of it
+    import pyarrow as pa
 
 _UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
@@ -175,10 +176,12 @@ class ColumnInfo:
         return self.charset == BINARY_CHARSET
 
     def arrow_type(self) -> pa.DataType:
+        import pyarrow as pa
+
         t = self.type_code
         if t in _INT_ARROW:
             signed, unsigned = _INT_ARROW[t]
-            return unsigned if self.unsigned else signed
+            return getattr(pa, unsigned if self.unsigned else signed)()
         if t == ColumnType.FLOAT:
             return pa.float32()
         if t == ColumnType.DOUBLE:
@@ -213,12 +216,12 @@ class ColumnInfo:
         return pa.large_string() if t in _BLOB_TYPES else pa.string()
 
 
-_INT_ARROW = {
-    ColumnType.TINY: (pa.int8(), pa.uint8()),
-    ColumnType.SHORT: (pa.int16(), pa.uint16()),
-    ColumnType.INT24: (pa.int32(), pa.uint32()),
-    ColumnType.LONG: (pa.int32(), pa.uint32()),
-    ColumnType.LONGLONG: (pa.int64(), pa.uint64()),
+_INT_ARROW = {  # Arrow's (signed, unsigned) type
+    ColumnType.TINY: ("int8", "uint8"),
+    ColumnType.SHORT: ("int16", "uint16"),
+    ColumnType.INT24: ("int32", "uint32"),
+    ColumnType.LONG: ("int32", "uint32"),
+    ColumnType.LONGLONG: ("int64", "uint64"),
 }
 _BLOB_TYPES = frozenset({ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB, ColumnType.BLOB})
 _FIXED_STRUCT = {
@@ -492,6 +495,8 @@ class RowImages:
 
     def to_arrow(self, image: str = "after") -> pa.Table:
         """One image as an Arrow table; values Arrow cannot hold (zero dates) become NULL."""
+        import pyarrow as pa
+
         values = self.after if image == "after" else self.before
         if values is None:
             raise ValueError(f"a {self.kind.name} event has no {image} image")

@@ -12,6 +12,8 @@ allocator does not promise that). It leaves with os._exit, running no finalizers
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -73,24 +75,30 @@ class _InFlight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: dict[int, Segment] = {}  # id(future) -> segment, in submission order
-        self.done = 0
+        self._held: dict[int, tuple[Future[Any], Segment]] = {}  # id(future) -> …, in submission order
+        self._done = 0
 
     def add(self, future: Future[Any], segment: Segment) -> None:
-        key = id(future)
         with self._lock:
-            self._held[key] = segment
+            self._held[id(future)] = (future, segment)
+        future.add_done_callback(lambda _: self._sweep())
 
-        def finished(_: Future[Any]) -> None:
-            with self._lock:
-                if self._held.pop(key, None) is not None:
-                    self.done += 1
-
-        future.add_done_callback(finished)
+    def _sweep(self) -> None:
+        # also from snapshot(): a future's result is visible before its callbacks have run
+        with self._lock:
+            for key in [k for k, (f, _) in self._held.items() if f.done()]:
+                del self._held[key]
+                self._done += 1
 
     def snapshot(self) -> list[Segment]:
+        self._sweep()
         with self._lock:
-            return list(self._held.values())
+            return [segment for _, segment in self._held.values()]
+
+    @property
+    def done(self) -> int:
+        self._sweep()
+        return self._done
 
 
 class InProcessExecutor:
@@ -118,12 +126,37 @@ class InProcessExecutor:
         pass
 
 
-def _start_process() -> None:
-    import pyarrow as pa
+_PR_SET_PDEATHSIG = 1
 
+
+def _end_with(parent: int) -> None:
+    """End this process when the process that forked it ends, however it ends (SIGKILL of a
+    replay, `relaydeck events … | head` ended by SIGPIPE): otherwise it outlives it, waiting
+    forever on a pipe nobody reads. Linux sends the signal when the forking thread ends: the
+    executor is created, used and closed by one thread, which outlives its processes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the request was made
+        os._exit(1)
+
+
+def _start_process(parent: int) -> None:
     from ..gc_tuning import relax_garbage_collector
 
-    pa.set_memory_pool(pa.system_memory_pool())
+    _end_with(parent)
+
+    if "pyarrow" in sys.modules:
+        # forked with the caller's Arrow allocator state; a task that loads pyarrow itself (one
+        # that lists events needs none: a quarter second saved per process) starts it afresh
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
     relax_garbage_collector()  # measured: the collector otherwise doubles a segment's preparation
 
 
@@ -148,7 +181,9 @@ class ProcessExecutor:
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("fork")
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_process)
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=_start_process, initargs=(os.getpid(),)
+            )
         future: Future[R] = self._executor.submit(_run_task, task, segment)
         self._in_flight.add(future, segment)
         return future

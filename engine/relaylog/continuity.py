@@ -27,7 +27,7 @@ import copy
 import re
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple
 
@@ -472,3 +472,44 @@ def checked(events: Iterable[LoggedEvent], state: Continuity) -> Iterator[Logged
         if type(logged) is LoggedEvent:
             check(logged)
         yield logged
+
+
+def continuity_as_plain(state: Continuity) -> dict[str, object]:
+    """The check's state as JSON-ready data, for results that travel as Arrow (a Spark task's);
+    `accept` is the caller's and does not travel."""
+    plain: dict[str, object] = {
+        f.name: getattr(state, f.name)
+        for f in fields(Continuity)
+        if f.name not in ("accept", "open", "entry")
+    }
+    plain["last_seq"] = list(state.last_seq.items())
+    group = state.open
+    plain["open"] = None if group is None else [list(group.gtid), *astuple(group)[1:]]
+    entry = state.entry
+    plain["entry"] = (
+        None
+        if entry is None
+        else [
+            None if entry.first_gtid is None else list(entry.first_gtid),
+            [[domain, list(facts)] for domain, facts in entry.domains.items()],
+            entry.started,
+        ]
+    )
+    return plain
+
+
+def continuity_from_plain(plain: dict[str, object]) -> Continuity:
+    """continuity_as_plain's result back as the state it was."""
+    values: dict = dict(plain)
+    values["last_seq"] = {domain: seq for domain, seq in values["last_seq"]}
+    group = values["open"]
+    values["open"] = None if group is None else _Open(GtidFacts(*group[0]), *group[1:])
+    entry = values["entry"]
+    if entry is not None:
+        first, domains, started = entry
+        values["entry"] = Entry(
+            None if first is None else GtidFacts(*first),
+            {domain: GtidFacts(*facts) for domain, facts in domains},
+            started,
+        )
+    return Continuity(**values)

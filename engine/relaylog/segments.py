@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..binlog.compiled import load
 from ..binlog.constants import COMMON_HEADER_LEN, EventType
-from ..binlog.reader import BinlogFile, ReaderState
+from ..binlog.reader import BinlogFile, LoggedEvent, ReaderState
 from ..errors import BinlogError
 from .index import RelayLogSet
 
@@ -133,3 +133,15 @@ def _walk(path: Path, state: ReaderState) -> bool:
     except BinlogError:
         return False
     return True
+
+
+def segment_events(segment: Segment) -> Iterator[LoggedEvent]:
+    """The segment's events as the whole stream's reader reads them, from its start to its stop."""
+    state = copy.deepcopy(segment.state)  # the segment may be read again (by whoever planned it)
+    stop_name, stop_pos = segment.stop if segment.stop is not None else (None, None)
+    for index, path in enumerate(segment.files):
+        with BinlogFile(path) as binlog:
+            stop = stop_pos if binlog.name == stop_name else None
+            yield from binlog.events(state, start=segment.start_pos if index == 0 else 4, stop=stop)
+            if stop is not None:
+                return

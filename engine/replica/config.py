@@ -2,7 +2,7 @@
 
     slave = "data/slave.duckdb"              # paths are relative to the file
     repository = "data/repository.sqlite"
-    worker_pool = "threads"                  # "spark" (with spark_master = "spark://…") or "processes"
+    worker_pool = "processes"                # "spark" (with spark_master = "spark://…") or "threads"
 
     [variables]                              # SET GLOBAL, for channels that do not set their own
     replica_parallel_workers = 4
@@ -57,7 +57,7 @@ class ServeConfig:
     repository: Path
     variables: SetVariables | None
     channels: list[ChangeSource] = field(default_factory=list)
-    worker_pool: str = "threads"
+    worker_pool: str = "processes"
     spark_master: str | None = None
 
 
@@ -90,9 +90,9 @@ def parse_config(data: dict, base: Path, path: Path | None) -> ServeConfig:
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"{name}: unknown key {sorted(unknown)[0]!r} ({', '.join(sorted(known))})")
-    pool = data.get("worker_pool", "threads")
+    pool = data.get("worker_pool", "processes")
     if pool not in ("threads", "spark", "processes"):
-        raise ConfigError(f'{name}: worker_pool is "threads", "spark" or "processes", not {pool!r}')
+        raise ConfigError(f'{name}: worker_pool is "processes", "spark" or "threads", not {pool!r}')
     master = data.get("spark_master")
     if master is not None and not isinstance(master, str):
         raise ConfigError(f'{name}: spark_master = "URL"')

@@ -136,11 +136,12 @@ class ReplicaServer:
         follow: bool = True,
         limits: BatchLimits | None = None,
         on_commit: CommitCallback | None = None,
-        pool: str = "threads",
+        pool: str = "processes",
         spark_master: str | None = None,
     ) -> None:
-        """pool: "threads", or "spark" to decode rows and compute writesets in Spark tasks (for
-        channels with replica_parallel_workers > 0); spark_master: a cluster URL, else local mode."""
+        """pool: where the relay log is prepared for channels with replica_parallel_workers > 0
+        ("processes", "spark" or "threads", see engine/pool); spark_master: a cluster URL, else
+        local mode."""
         if pool not in POOLS:
             raise RelaydeckError(f"the worker pool is one of {', '.join(POOLS)}, not {pool!r}")
         self.pool = pool

@@ -257,6 +257,18 @@ class _TablePending:
     rows: int = 0
 
 
+def operations_table(
+    seq: list[int], op: list[int], must: list[int | None], values: list[pa.Array]
+) -> pa.Table:
+    """A table's row operations as apply_ops takes them: seq (their order in the relay log), op (0
+    delete, 1 upsert), must (1: the row must exist, 0: it must not, null: either: an UPDATE's new
+    image) and c0…cN, the columns' values. The one builder of that layout, for the rows the
+    applier decodes itself and for those the preparing stage prepares."""
+    arrays = [pa.array(seq, type=pa.int64()), pa.array(op, type=pa.int8()), pa.array(must, type=pa.int8())]
+    names = ["seq", "op", "must", *(f"c{i}" for i in range(len(values)))]
+    return pa.Table.from_arrays([*arrays, *values], names=names)
+
+
 def queue_images(pending: Any, images: RowImages, seq: int) -> int:
     """Queue a full-image rows event's operations, numbered from `seq`, on `pending` (a
     _TablePending); the next number."""
@@ -457,18 +469,13 @@ class RowApplier:
     @staticmethod
     def _ops_table(pending: _TablePending) -> pa.Table:
         table = pending.table
-        arrays = [
-            pa.array(pending.seq, type=pa.int64()),
-            pa.array(pending.op, type=pa.int8()),
-            pa.array(pending.must, type=pa.int8()),
+        columns = [
+            column_array(values, convert, arrow_type, table, i)
+            for i, (values, (convert, arrow_type)) in enumerate(
+                zip(pending.values, pending.converters, strict=True)
+            )
         ]
-        names = ["seq", "op", "must"]
-        for i, (values, (convert, arrow_type)) in enumerate(
-            zip(pending.values, pending.converters, strict=True)
-        ):
-            arrays.append(column_array(values, convert, arrow_type, table, i))
-            names.append(f"c{i}")
-        return pa.Table.from_arrays(arrays, names=names)
+        return operations_table(pending.seq, pending.op, pending.must, columns)
 
     @staticmethod
     def _check(reduced: pa.Table, keys: list[str], found: pa.Table, table: MysqlTable) -> None:

@@ -36,6 +36,7 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
 
+_ENGINE_ARCHIVE = "relaydeck-engine"  # the engine's folder in a cluster executor's working directory
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _work_dir: Path | None = None  # the JVM's log and the quiet log4j configuration
@@ -146,6 +147,9 @@ def _start(master: str, local: bool) -> SparkSession:
     )
     if local:
         conf.set("spark.driver.bindAddress", "127.0.0.1").set("spark.driver.host", "127.0.0.1")
+    else:
+        # the engine's archive, unpacked in each executor's working directory (see _engine_zip)
+        conf.set("spark.executorEnv.PYTHONPATH", _ENGINE_ARCHIVE)
     popen: dict[str, object] = {}
     log_file = None
     if not level:
@@ -165,7 +169,7 @@ def _start(master: str, local: bool) -> SparkSession:
     context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel(level or "ERROR")
     if not local:
-        context.addPyFile(str(_engine_zip(_work_dir)))
+        context.addArchive(f"{_engine_zip(_work_dir)}#{_ENGINE_ARCHIVE}")
     return SparkSession(context)
 
 
@@ -177,9 +181,13 @@ def _local_cores(master: str) -> int | None:
 
 
 def _engine_zip(folder: Path) -> Path:
-    """The engine package as a zip, for a cluster's executors to import it."""
+    """The engine package as a zip, for a cluster's executors to import it. It is unpacked there
+    rather than imported from the zip, so that its compiled modules load where the executors run
+    the same Python on the same platform (elsewhere their pure-Python twins run). Their sources
+    stay home: unpacked later than the modules, they would read as edited since the build."""
     target = folder / "relaydeck-engine.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in ENGINE_PACKAGE.rglob("*.py"):
-            archive.write(path, path.relative_to(ENGINE_PACKAGE.parent))
+        for pattern in ("*.py", "*.so"):
+            for path in ENGINE_PACKAGE.rglob(pattern):
+                archive.write(path, path.relative_to(ENGINE_PACKAGE.parent))
     return target

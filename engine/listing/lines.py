@@ -1,0 +1,211 @@
+"""Relay-log events as `relaydeck events` lists them: SHOW RELAYLOG EVENTS' columns as a
+tab-separated line or a JSON object per event, with a rows event's decoded rows (--rows).
+
+One loop formats a whole stream (the serial listing) and one segment of it (the pool's task), so
+both give the same text by construction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..binlog.columns import decode_rows_event
+from ..binlog.constants import EVENT_TYPE_NAMES, event_type_name
+from ..binlog.events import RowsEvent, TableMap
+from ..binlog.reader import LoggedEvent
+from ..errors import BinlogError
+from ..render import json_value, json_visible, row_lines_fast, rows_json_fast, visible
+from ..transactions import row_kind_name
+
+TEXT_HEADER = "Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n"
+# Lines are gathered and written a few thousand at a time: one write per event costs more than
+# formatting the event.
+FLUSH_LINES = 4096
+
+# json.dumps(..., ensure_ascii=False)'s form of a string, without the call's per-document set-up
+_json_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class ListingOptions:
+    as_json: bool = False  # one JSON object per line, else tab-separated text under TEXT_HEADER
+    rows: bool = False  # a rows event's decoded rows too
+
+
+class EarlierTableMapNeeded(Exception):
+    """A rows event whose table map is not among the events formatted so far but was read before
+    them: only a reader holding the stream before can format it as the serial listing does."""
+
+    def __init__(self, table_id: int) -> None:
+        super().__init__(f"table_id {table_id} was mapped before this part of the stream")
+        self.table_id = table_id
+
+
+def format_events(
+    events: Iterable[LoggedEvent],
+    options: ListingOptions,
+    table_maps: dict[int, TableMap],
+    pending: list[str],
+    flush: Callable[[], None] | None = None,
+    limit: int | None = None,
+    check: Callable[[LoggedEvent], None] | None = None,
+    unmapped: set[int] | None = None,
+    mapped_before: set[int] | frozenset[int] = frozenset(),
+) -> None:
+    """Append each event's lines to `pending` (flush() empties it every FLUSH_LINES lines).
+
+    table_maps: the table maps read so far, by table id (updated here). check: called with each
+    event first (the continuity check). unmapped: collects the table ids of rows events whose
+    table map was missing. mapped_before: ids mapped before `events` by maps not in table_maps;
+    a rows event needing one raises EarlierTableMapNeeded. limit: stop before the event past the
+    first `limit` (it is still read and checked, as the serial listing always did: an error
+    there is reported).
+    """
+    write = pending.append
+    rows, as_json = options.rows, options.as_json  # locals: read once per event
+    names = _JSON_TYPE_NAMES if as_json else _TYPE_NAMES
+    log_name, shown_log_name = None, ""  # the relay file's name as printed, for its events
+    shown_maps: dict[int, tuple[TableMap, str]] = {}  # id(table map) -> (it, its info as printed)
+    shown = 0
+    for logged in events:
+        if check is not None:
+            check(logged)
+        if flush is not None and len(pending) >= FLUSH_LINES:
+            flush()
+        if limit is not None and shown >= limit:
+            break
+        shown += 1
+        event = logged.event
+        kind = type(event)
+        if kind is TableMap:
+            table_maps[event.table_id] = event  # type: ignore[attr-defined]
+        header = logged.header
+        images = None
+        rows_error = None
+        if rows and kind is RowsEvent:
+            table_map = table_maps.get(event.table_id)  # type: ignore[attr-defined]
+            if table_map is None:
+                table_id = event.table_id  # type: ignore[attr-defined]
+                if table_id in mapped_before:
+                    raise EarlierTableMapNeeded(table_id)
+                if unmapped is not None:
+                    unmapped.add(table_id)
+                rows_error = f"no table map for table_id {table_id} before this event"
+            else:
+                try:
+                    images = decode_rows_event(event, table_map)  # type: ignore[arg-type]
+                except ValueError as exc:
+                    raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
+        if logged.log_name != log_name:
+            log_name = logged.log_name
+            shown_log_name = _json_text(log_name) if as_json else visible(log_name)
+        code = header.type_code
+        type_name = names.get(code) or _type_name(code, as_json)
+        if kind is TableMap:
+            # a source repeats the same table map, which the reader gives as one object
+            known = shown_maps.get(id(event))
+            if known is None or known[0] is not event:
+                known = shown_maps[id(event)] = (event, _shown_info(event.info(), as_json))
+            info = known[1]
+        else:
+            info = _shown_info(event.info(), as_json)
+        if as_json:
+            line = (
+                f'{{"log_name": {shown_log_name}, "pos": {logged.pos}, "event_type": {type_name}, '
+                f'"server_id": {header.server_id}, "end_log_pos": {header.log_pos}, "info": {info}'
+            )
+            if rows and kind is RowsEvent:
+                if images is not None:
+                    # the rows apart: the longest part of the line, not copied into it
+                    write(json_visible(line + ', "rows": '))
+                    write(json_visible(rows_json(images)))
+                    write("}\n")
+                    continue
+                line += ', "rows": null'
+                if rows_error:
+                    line += f', "rows_error": {_json_string(rows_error)}'
+            write(json_visible(line + "}\n"))
+        else:
+            write(
+                f"{shown_log_name}\t{logged.pos}\t{type_name}\t{header.server_id}\t{header.log_pos}\t{info}\n"
+            )
+            if images is not None:
+                write(row_lines(images))
+            elif rows_error:
+                write(f"### ({rows_error})\n")
+
+
+_TYPE_NAMES = dict(EVENT_TYPE_NAMES)
+_JSON_TYPE_NAMES = {code: _json_string(name) for code, name in EVENT_TYPE_NAMES.items()}
+
+
+def _type_name(code: int, as_json: bool) -> str:
+    name = event_type_name(code)
+    return _json_string(name) if as_json else name
+
+
+def _shown_info(info: str, as_json: bool) -> str:
+    if as_json:
+        return _json_text(info)
+    # statements and names from the log may hold terminal escape sequences: shown escaped
+    return info if info.isprintable() else visible(info.replace("\n", " "))
+
+
+def _json_text(value: Any) -> str:
+    return _json_string(value) if type(value) is str else json.dumps(value, ensure_ascii=False)
+
+
+def row_lines(images) -> str:  # type: ignore[no-untyped-def]
+    """A rows event's rows as mysqlbinlog -v shows them, one line per row."""
+    table_map = images.table_map
+    head = f"### {row_kind_name(images.kind)} `{visible(table_map.schema)}`.`{visible(table_map.table)}` "
+    columns = images.columns
+    if not all(c.name.isprintable() for c in columns):
+        columns = [_ShownColumn(visible(c.name)) for c in columns]
+    # straight from the column lists: RowImages.rows() would build two dicts per row
+    return row_lines_fast(head, columns, (images.before, images.after), images.count)
+
+
+class _ShownColumn(NamedTuple):
+    """A column as a row line names it (its name escaped for the terminal)."""
+
+    name: str
+
+
+def rows_json(images) -> str:  # type: ignore[no-untyped-def]
+    """A rows event's rows as the JSON list `[{"before": {...}, "after": {...}}, ...]` that
+    json.dumps(ensure_ascii=False) writes for rows_json_values(images)."""
+    columns = images.columns
+    keys = _column_keys.get(id(columns))
+    if keys is None or keys[0] is not columns:
+        names = [c.name for c in columns]
+        # a row is a JSON object by column name: of a name given twice, json.dumps keeps one
+        unique = len(set(names)) == len(names)
+        keys = (columns, [_json_string(name) for name in names] if unique else None)
+        if len(_column_keys) >= 4096:
+            _column_keys.clear()
+        _column_keys[id(columns)] = keys
+    if keys[1] is None:
+        return json.dumps(rows_json_values(images), ensure_ascii=False)
+    return rows_json_fast(keys[1], images.before, images.after, images.count)
+
+
+# id(columns) -> (columns, their names as JSON strings or None when a name repeats): the decoder
+# shares one columns tuple per table structure (binlog/columns.py)
+_column_keys: dict[int, tuple[Any, list[str] | None]] = {}
+
+
+def rows_json_values(images) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """The rows as JSON-ready values: before and after images by column name."""
+    out = []
+    for before, after in images.rows():
+        row: dict[str, object] = {}
+        if before is not None:
+            row["before"] = {k: json_value(v) for k, v in before.items()}
+        if after is not None:
+            row["after"] = {k: json_value(v) for k, v in after.items()}
+        out.append(row)
+    return out

@@ -1,0 +1,283 @@
+"""The Spark executor of the preparing stage: segments prepared by Spark tasks, in local mode or on a
+cluster whose machines do not hold the relay logs.
+
+A segment travels to its task as bytes: the stretch of each of its relay files from its start to
+its stop, with the reader state at its start. The task writes them at their own offsets into files
+of the same names in a temporary folder (the bytes before the segment stay a hole, except the
+file's magic and Format_description, which the reader and the continuity check look at), prepares
+the segment there and hands back task.to_arrow(result); the driver turns it back with
+task.from_arrow. The reader state is walked to the segment's start on the driver, so that the task
+reads nothing before it.
+
+Spark's start takes seconds (a JVM, and executors on a cluster): until it is ready, segments go
+to local processes, so the apply starts at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import os
+import shutil
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..binlog.reader import BinlogFile, ReaderState
+from ..errors import RelaydeckError
+from ..gc_tuning import relax_garbage_collector
+from ..relaylog.segments import Segment
+from .executors import ExecutorActivity, ProcessExecutor, SegmentTask, _InFlight, _where, local_cores
+
+R = TypeVar("R")
+
+# Spark jobs in flight per task slot: while one job's result is turned back on the driver and the
+# next job is scheduled (0.1-0.3 s each), the other keeps the slot busy
+JOBS_PER_SLOT = 2
+# Segments for Spark are best this many times the applier's usual size (SEGMENT_TRANSACTIONS,
+# SEGMENT_BYTES): a job's fixed cost is spread over more work (measured on a 315 MB OLTP log in
+# local mode on 2 busy cores, against the process pool at the applier's size beside it: ×1
+# 0.62-0.69, ×4 0.78-0.83; benchmarks/prepare_executors.py)
+SEGMENT_SCALE = 4
+
+_MAGIC_AND_FORMAT = 4 + 19  # the file's magic and the header of its Format_description
+
+
+class SparkExecutorError(RelaydeckError):
+    """Spark could not be used to prepare segments."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedFile:
+    name: str
+    size: int  # the file's size in the task's folder: where the segment stops reading it
+    pieces: tuple[tuple[int, bytes], ...]  # (offset, bytes) at their place in the file
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedSegment:
+    """A segment as a Spark task receives it: its bytes, not the driver's paths."""
+
+    files: tuple[ShippedFile, ...]
+    start_pos: int
+    state: ReaderState  # walked to start_pos of the first file
+    stop: tuple[str, int] | None
+    number: int
+
+
+class _DriverWalk:
+    """Reader states walked to segment starts, each from the previous one in the same file, so
+    that the driver walks every file's headers once however many segments it holds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, ReaderState] = {}
+
+    def state_at(self, segment: Segment) -> ReaderState:
+        path = segment.files[0]
+        key = str(path)
+        with self._lock:
+            known = self._last.get(key)
+            state = copy.deepcopy(
+                known if known is not None and known.read_pos <= segment.start_pos else segment.state
+            )
+            with BinlogFile(path) as binlog:
+                for _ in binlog.events(state, start=segment.start_pos, stop=segment.start_pos, resume=True):
+                    pass
+            state.read_pos = segment.start_pos
+            self._last = {key: copy.deepcopy(state)}
+        return state
+
+
+def ship(segment: Segment, state: ReaderState) -> ShippedSegment:
+    """The segment's bytes, from its start to its stop, for a task that has no access to its files."""
+    files = []
+    stop_name, stop_pos = segment.stop if segment.stop is not None else (None, None)
+    for index, path in enumerate(segment.files):
+        with BinlogFile(path) as binlog:
+            data = binlog._data
+            end = stop_pos if binlog.name == stop_name else binlog.size
+            if index == 0:
+                head = min(_format_end(data, binlog.size), segment.start_pos)
+                pieces = ((0, bytes(data[:head])), (segment.start_pos, bytes(data[segment.start_pos : end])))
+            else:
+                pieces = ((0, bytes(data[:end])),)
+            files.append(ShippedFile(binlog.name, end, pieces))
+        if binlog.name == stop_name:
+            break
+    return ShippedSegment(tuple(files), segment.start_pos, state, segment.stop, segment.number)
+
+
+def _format_end(data: Any, size: int) -> int:
+    if size < _MAGIC_AND_FORMAT:
+        return size
+    return min(size, 4 + int.from_bytes(data[4 + 9 : 4 + 13], "little"))
+
+
+def run_shipped(task: SegmentTask[R], shipped: ShippedSegment) -> bytes:
+    """In the Spark task: the segment's files rebuilt in a temporary folder, the task run there."""
+    relax_garbage_collector()  # as in the local processes (the Python worker outlives the task)
+    folder = Path(tempfile.mkdtemp(prefix="relaydeck-segment-"))
+    try:
+        paths = []
+        for shipped_file in shipped.files:
+            path = folder / shipped_file.name
+            with open(path, "wb") as out:
+                for offset, piece in shipped_file.pieces:
+                    out.seek(offset)
+                    out.write(piece)
+                out.truncate(shipped_file.size)
+            paths.append(path)
+        state = copy.deepcopy(shipped.state)
+        state.read_file = str(paths[0])  # walked on the driver: the task reads on from start_pos
+        segment = Segment(tuple(paths), shipped.start_pos, state, shipped.stop, shipped.number)
+        return task.to_arrow(task.run(segment))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _warm_up(_: int) -> int:
+    from ..applier import prepare  # noqa: F401 - imported for the tasks that follow
+
+    relax_garbage_collector()
+    return os.getpid()
+
+
+def _run_in_spark_task(item: tuple[SegmentTask[Any], ShippedSegment]) -> bytes:
+    return run_shipped(*item)
+
+
+class SparkExecutor:
+    """Segments prepared by Spark tasks on `workers` task slots (one Spark job per segment, each
+    submitted by a driver thread of its own, JOBS_PER_SLOT per slot); local processes prepare
+    them until Spark is ready."""
+
+    kind = "spark"
+    segment_scale = SEGMENT_SCALE  # for whoever plans the segments
+
+    def __init__(self, workers: int, master: str | None = None, start: Any = None) -> None:
+        self.workers = max(1, workers)
+        self.master = master
+        self._ready = threading.Event()
+        self._session: Any = None
+        self._start_error: BaseException | None = None
+        self._closed = False
+        self._local = ProcessExecutor(max(1, min(self.workers, local_cores())))
+        self._in_flight = _InFlight()
+        self._slots: dict[int, Segment | None] = {}
+        self._slot_of = threading.local()
+        self._slot_numbers = itertools.count(1)
+        self._slots_lock = threading.Lock()
+        self._group = f"relaydeck-prepare-{id(self):x}"
+        self._walk = _DriverWalk()
+        self.jobs = self.workers * JOBS_PER_SLOT
+        self._driver = ThreadPoolExecutor(self.jobs, "spark-segment", initializer=self._name_slot)
+        self._starter = threading.Thread(
+            target=self._start, args=(start or self._default_start,), name="spark-start", daemon=True
+        )
+        self._starter.start()
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    def _default_start(self) -> Any:
+        from ..spark.session import spark_session
+
+        return spark_session(self.master, cores=self.workers)
+
+    def _start(self, start: Any) -> None:
+        try:
+            session = start()
+            # The first task of each Python worker imports the engine and pyarrow (seconds on a
+            # busy machine): done here, while local processes still prepare the segments.
+            context = session.sparkContext
+            context.setJobGroup(self._group, "start the Python workers")
+            context.parallelize(range(self.jobs), self.jobs).map(_warm_up).collect()
+            self._session = session
+        except BaseException as exc:  # kept for the next submit, which raises it
+            self._start_error = exc
+        finally:
+            self._ready.set()
+
+    def wait_started(self, timeout: float | None = None) -> bool:
+        """Whether Spark's start has ended (ready or failed) within `timeout` seconds."""
+        return self._ready.wait(timeout)
+
+    @property
+    def spark_ready(self) -> bool:
+        return self._ready.is_set() and self._session is not None
+
+    # -- segments ----------------------------------------------------------------------------
+
+    def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
+        if not self._ready.is_set():
+            return self._local.submit(task, segment)
+        if self._session is None:
+            error = self._start_error
+            if isinstance(error, RelaydeckError):
+                raise error
+            raise SparkExecutorError(f"Spark did not start ({self.master or 'local mode'}): {error}")
+        future: Future[R] = self._driver.submit(self._prepare, task, segment)
+        self._in_flight.add(future, segment)
+        return future
+
+    def _name_slot(self) -> None:
+        number = next(self._slot_numbers)
+        self._slot_of.number = number
+        with self._slots_lock:
+            self._slots[number] = None
+
+    def _prepare(self, task: SegmentTask[R], segment: Segment) -> R:
+        number = self._slot_of.number
+        with self._slots_lock:
+            self._slots[number] = segment
+        try:
+            shipped = ship(segment, self._walk.state_at(segment))
+            context = self._session.sparkContext
+            context.setJobGroup(self._group, f"prepare segment {segment.number}", interruptOnCancel=True)
+            (data,) = context.parallelize([(task, shipped)], 1).map(_run_in_spark_task).collect()
+            return task.from_arrow(data, segment)
+        finally:
+            with self._slots_lock:
+                self._slots[number] = None
+
+    def activity(self) -> list[ExecutorActivity]:
+        ready = self.spark_ready
+        label = "local" if ready else "local (Spark starting)"
+        local = [replace(a, slot=f"{label}: {a.slot}") for a in self._local.activity()]
+        if not ready:
+            return local
+        with self._slots_lock:
+            slots = dict(self._slots)
+        out = [a for a in local if a.state != "idle"]  # what the local processes still finish
+        for number in range(1, self.jobs + 1):
+            segment = slots.get(number)
+            state = "preparing" if segment is not None else "idle"
+            out.append(ExecutorActivity(f"spark task {number}", state, segment and _where(segment)))
+        waiting = len(self._in_flight.snapshot()) - sum(s is not None for s in slots.values())
+        if waiting > 0:
+            out.append(ExecutorActivity("queue", "queued", f"{waiting} segments"))
+        return out
+
+    @property
+    def segments_done(self) -> int:
+        return self._in_flight.done + self._local.segments_done
+
+    @property
+    def segments_done_on_spark(self) -> int:
+        return self._in_flight.done
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._driver.shutdown(wait=False, cancel_futures=True)
+        if self._session is not None:
+            try:
+                self._session.sparkContext.cancelJobGroup(self._group)
+            except Exception:  # noqa: BLE001 - a context already stopped has nothing to cancel
+                pass
+        self._driver.shutdown(wait=True)
+        self._local.close()

@@ -1,0 +1,292 @@
+"""The preparing stage: its executors give the same prepared segments, the scheduler inputs it
+prepares are what the coordinator would compute from the events, and the coordinator schedules
+prepared transactions exactly as it schedules transactions it read itself."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.applier.parallel import Job, ParallelApplier, ParallelOptions
+from engine.applier.prepare import PreparedRun, PrepareTask, prepare_segment
+from engine.applier.single import _read_chunks
+from engine.generate import generate
+from engine.pool import InProcessExecutor, ProcessExecutor, make_executor
+from engine.pool.ahead import TaskFailed, in_order
+from engine.relaylog.index import read_index
+from engine.relaylog.segments import Segment, plan_segments
+from engine.relaylog.stream import stream_events
+from engine.replay import ChannelSpec, Replay
+from engine.scheduling.rowkeys import transaction_writeset, writeset_keys
+from engine.slave.database import Slave
+from engine.transactions import Transaction, TransactionAssembler
+
+from .test_replay_oracle import CHANNELS, assert_tables_equal
+
+
+def _transactions_by_end(index: Path) -> dict[tuple[str, int], Transaction]:
+    assembler = TransactionAssembler()
+    out = {}
+    for logged in stream_events(read_index(index)):
+        for item in assembler.feed(logged):
+            if isinstance(item, Transaction):
+                out[(item.end.log_name, item.end.pos)] = item
+    return out
+
+
+@pytest.fixture(scope="module")
+def capture_catalog(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The catalog the bundled capture leaves behind (every table it creates)."""
+    folder = tmp_path_factory.mktemp("catalog")
+    assert all(o.error is None for o in Replay(folder / "s.duckdb", None, CHANNELS).run())
+    slave = Slave(folder / "s.duckdb")
+    try:
+        yield slave.catalog
+    finally:
+        slave.close()
+
+
+@pytest.mark.parametrize("channel", [0, 1])
+def test_prepared_runs_carry_the_clock_databases_and_writeset_the_coordinator_computes(
+    channel, capture_catalog
+):
+    index = CHANNELS[channel].index_file
+    keys = writeset_keys(capture_catalog)
+    expected = _transactions_by_end(index)
+    compared = 0
+    for segment in plan_segments(read_index(index), None, 4, 300):
+        for item in prepare_segment(segment, 300, keys=keys).items:
+            if not isinstance(item, PreparedRun):
+                continue
+            assert item.writesets is not None and len(item.writesets) == len(item.transactions)
+            assert item.op_starts == sorted(item.op_starts) and item.op_starts[0] == 0
+            for txn, writeset in zip(item.transactions, item.writesets, strict=True):
+                read = expected[(txn.end.log_name, txn.end.pos)]
+                assert (txn.gtid, txn.last_committed, txn.sequence_number, txn.commit_id) == (
+                    read.gtid,
+                    read.last_committed,
+                    read.sequence_number,
+                    read.commit_id,
+                )
+                assert txn.databases == read.databases
+                hashes, _ = transaction_writeset(read, capture_catalog)
+                assert (set(writeset) if writeset else None) == (set(hashes) if hashes else None)
+                compared += 1
+    assert compared > 250  # not vacuous: most of the channel's transactions are row-only
+
+
+def _segments(index: Path, per_segment: int) -> list[Segment]:
+    return list(plan_segments(read_index(index), None, 4, per_segment))
+
+
+def _summary(prepared: object) -> list[tuple]:  # type: ignore[type-arg]
+    """What a prepared segment holds, comparable across processes."""
+    out: list[tuple] = []  # type: ignore[type-arg]
+    for item in prepared.items:  # type: ignore[attr-defined]
+        if isinstance(item, PreparedRun):
+            tables = [(t.schema, t.table, t.ops.to_pylist()) for t in item.tables]
+            out.append(("run", item.transactions, tables, item.op_starts, item.writesets))
+        elif isinstance(item, Transaction):
+            out.append(("transaction", item.start, item.end))
+        else:
+            out.append((type(item).__name__, getattr(item, "pos", None)))
+    return out
+
+
+def test_the_local_executors_prepare_the_same_segments_in_stream_order():
+    index = CHANNELS[1].index_file
+    task = PrepareTask(60)
+    here = [_summary(p) for p in in_order(InProcessExecutor(), task, iter(_segments(index, 60)))]
+    pool = ProcessExecutor(2)
+    try:
+        forked = [_summary(p) for p in in_order(pool, task, iter(_segments(index, 60)))]
+        assert pool.segments_done == len(here)
+    finally:
+        pool.close()
+    assert len(here) > 3 and forked == here
+
+
+class _FailsOnSegment1:
+    """A task with a defect on one segment (module level: pickled to the processes)."""
+
+    def run(self, segment: Segment) -> object:
+        if segment.number == 1:
+            raise RuntimeError("a defect")
+        return segment.number
+
+    def to_arrow(self, result: object) -> bytes:
+        raise NotImplementedError
+
+    def from_arrow(self, data: bytes, segment: Segment) -> object:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("kind", ["threads", "processes"])
+def test_a_failed_task_comes_back_in_its_place_naming_its_segment(kind):
+    executor = make_executor(kind, 2)
+    try:
+        results = list(in_order(executor, _FailsOnSegment1(), iter(_segments(CHANNELS[1].index_file, 40))))
+    finally:
+        executor.close()
+    assert results[0] == 0 and results[2] == 2
+    failed = results[1]
+    assert isinstance(failed, TaskFailed) and failed.segment.number == 1
+    assert "a defect" in str(failed) and f"{failed.segment.start[0]}:{failed.segment.start[1]}" in str(failed)
+
+
+def test_a_process_pool_shows_what_each_process_prepares():
+    pool = ProcessExecutor(2)
+    segments = _segments(CHANNELS[0].index_file, 300)
+    try:
+        assert [a.state for a in pool.activity()] == ["idle", "idle"]
+        futures = [pool.submit(PrepareTask(300), s) for s in segments[:4]]
+        busy = pool.activity()
+        assert busy[0].slot == "process 1" and busy[0].state == "preparing"
+        assert busy[0].segment == f"{segments[0].start[0]}:{segments[0].start[1]}"
+        for future in futures:
+            future.result()
+        assert pool.segments_done == 4
+        assert all(a.state == "idle" for a in pool.activity())
+    finally:
+        pool.close()
+
+
+class _RecordingApplier(ParallelApplier):
+    """The parallel applier, noting each job's dependency; `read_here` makes the coordinator read
+    the relay log itself instead of taking it from the preparing stage."""
+
+    read_here = False
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.after_of: dict[int, int] = {}
+        self.prepared_jobs = 0
+
+    def _reader(self, continuity):  # type: ignore[no-untyped-def]
+        if self.read_here:
+            return _read_chunks(self.logs, None, 4, continuity=continuity)
+        return super()._reader(continuity)
+
+    def _enqueue(self, job: Job, worker_index: int) -> None:
+        self.after_of[job.ordinal] = job.after
+        self.prepared_jobs += job.run is not None
+        super()._enqueue(job, worker_index)
+
+
+@pytest.mark.parametrize("kind", ["writeset", "logical_clock", "database"])
+def test_prepared_transactions_get_the_dependencies_read_ones_get(kind, tmp_path, monkeypatch):
+    """On a log whose DDL changes keys mid-way (segments prepared before it are hashed again)."""
+    import engine.applier.processes as processes
+
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 50)  # many segments in flight at each DDL
+    summary = generate("ddl", 3, tmp_path / "relay")
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    dependencies = []
+    for read_here in (False, True):
+        slave = Slave(tmp_path / f"{read_here}.duckdb")
+        try:
+            applier = _RecordingApplier(
+                slave, "", read_index(summary.index_file), ParallelOptions(3, kind, pool="threads")
+            )
+            applier.read_here = read_here
+            applier.run()
+            assert (applier.prepared_jobs > 0) != read_here
+            dependencies.append(applier.after_of)
+        finally:
+            slave.close()
+        assert_tables_equal(tmp_path / f"{read_here}.duckdb", expected)
+    assert len(dependencies[0]) == summary.transactions
+    assert dependencies[0] == dependencies[1]
+
+
+def test_workers_given_parts_of_runs_apply_exactly_what_they_hold(tmp_path, monkeypatch):
+    """Commit order off and WRITESET on a workload of independent rows: the workers hold parts of
+    the same runs and commit them as they finish; the tables are still the source's."""
+    import engine.applier.parallel as parallel
+
+    monkeypatch.setattr(parallel, "RUN_LENGTH", 7)  # consecutive transactions spread over workers
+    summary = generate("oltp", 8, tmp_path / "relay")
+    spec = [ChannelSpec("", summary.index_file)]
+    options = ParallelOptions(4, "writeset", preserve_commit_order=False, pool="processes")
+    replay = Replay(tmp_path / "slave.duckdb", None, spec, parallel=options)
+    (outcome,) = replay.run()
+    assert outcome.error is None, outcome.error
+    assert outcome.stats.prepared_runs > 0 and outcome.stats.transactions == summary.transactions
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    assert_tables_equal(tmp_path / "slave.duckdb", expected)
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_killed_replay_leaves_no_preparing_process_behind(tmp_path):
+    """SIGKILL of `relaydeck replay --workers 2 --pool processes`: its forked processes end with it
+    instead of waiting forever on a pipe nobody reads."""
+    import signal
+    import subprocess
+    import time
+
+    from .conftest import replay_argv
+
+    summary = generate("oltp", 9, tmp_path / "relay", size_mb=30)
+    argv = replay_argv(
+        tmp_path / "s.duckdb", tmp_path / "r.sqlite", f"c={summary.index_file}", "--workers", "2"
+    )
+    replay = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children: set[int] = set()
+    deadline = time.monotonic() + 120
+    while len(children) < 2 and replay.poll() is None and time.monotonic() < deadline:
+        children = _children(replay.pid)
+        time.sleep(0.05)
+    assert len(children) >= 2, "the replay ended before its processes were seen"
+    replay.send_signal(signal.SIGKILL)
+    replay.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in children if Path(f"/proc/{pid}").exists()]
+    for pid in left:  # not left running by a failing test either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+class _NothingSetBased(ParallelApplier):
+    """As if the slave held no table set-based: every prepared run is read again."""
+
+    def _takes_set_based(self, run: PreparedRun) -> bool:
+        return False
+
+
+def test_runs_read_again_skip_what_the_slave_has_and_apply_the_rest_exactly(tmp_path, monkeypatch):
+    import engine.applier.processes as processes
+
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
+    summary = generate("oltp", 6, tmp_path / "relay")
+    slave_path = tmp_path / "slave.duckdb"
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    logs = read_index(summary.index_file)
+    options = ParallelOptions(2, "logical_clock", pool="threads")
+    for again in (False, True):
+        slave = Slave(slave_path)
+        try:
+            if again:
+                # back to the start with the executed GTIDs kept: every transaction is one it has
+                slave.set_relay_position("", logs.files[0].name, 4)
+            applier = _NothingSetBased(slave, "", logs, options)
+            stats = applier.run()
+        finally:
+            slave.close()
+        assert stats.runs_read_again > 0 and stats.prepared_runs == 0
+        assert stats.transactions == (0 if again else summary.transactions)
+        assert stats.skipped == (summary.transactions if again else 0)
+        assert_tables_equal(slave_path, expected)

@@ -1,0 +1,356 @@
+"""The Spark executor of the preparing stage: Spark tasks given a segment's bytes prepare exactly
+what the applier's own process prepares, in local mode and on a standalone cluster, and the apply
+never waits for Spark's start.
+
+Run as `python -m tests.test_spark_executor spark://HOST:PORT`, the module compares the two on
+that cluster (the cluster test runs it so, in a process of its own: a process has one SparkSession,
+and the other tests' is in local mode).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.applier.prepare import PreparedRun, PreparedSegment, PrepareTask, prepare_segment
+from engine.applier.processes import prepared_chunks
+from engine.errors import RelaydeckError
+from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
+from engine.pool.spark import (
+    JOBS_PER_SLOT,
+    SparkExecutor,
+    SparkExecutorError,
+    _DriverWalk,
+    run_shipped,
+    ship,
+)
+from engine.relaylog.index import read_index
+from engine.relaylog.segments import plan_segments
+
+from .conftest import ROOT
+from .spark_fixture import spark  # noqa: F401
+from .test_prepared_arrow import assert_same_items, some_keys
+from .test_replay_oracle import CHANNELS
+
+SEGMENT_TRANSACTIONS = 300  # the capture's 2,448 transactions in several segments per channel
+
+
+def _no_ordinary_reading(name: str, pos: int) -> Iterator[list[object]]:
+    raise AssertionError(f"a segment was read the ordinary way from {name}:{pos}")
+
+
+def chunks_through(executor, index: Path) -> list[object]:  # type: ignore[no-untyped-def]
+    task = PrepareTask(100, some_keys(index))
+    items: list[object] = []
+    for chunk in prepared_chunks(
+        read_index(index), None, 4, executor, _no_ordinary_reading, None, task, SEGMENT_TRANSACTIONS
+    ):
+        items.extend(chunk)
+    return items
+
+
+def assert_same_chunks(got: list[object], expected: list[object]) -> None:
+    assert any(isinstance(item, PreparedRun) for item in expected)
+    assert_same_items(PreparedSegment(0, got), PreparedSegment(0, expected))  # type: ignore[arg-type]
+
+
+def compare_on(executor: SparkExecutor) -> int:
+    """Both captured channels through `executor` and in-process; the segments Spark prepared."""
+    assert executor.wait_started(600)
+    assert executor.spark_ready
+    for channel in CHANNELS:
+        assert_same_chunks(
+            chunks_through(executor, channel.index_file),
+            chunks_through(InProcessExecutor(), channel.index_file),
+        )
+    return executor.segments_done_on_spark
+
+
+def test_local_mode_prepares_exactly_what_the_applier_prepares(spark):  # noqa: F811
+    executor = make_executor("spark", 2)
+    try:
+        assert isinstance(executor, SparkExecutor)
+        done = compare_on(executor)
+        assert done >= 2 * len(CHANNELS) and done == executor.segments_done
+    finally:
+        executor.close()
+
+
+# -- start-up, without a JVM --------------------------------------------------------------------
+
+
+class _Context:
+    """Stands for a SparkContext that runs each job's function in this process, one job at a time
+    as a Spark Python worker runs its tasks (a task may use the process's caches alone)."""
+
+    def __init__(self) -> None:
+        self.jobs = 0
+        self.hold = threading.Event()  # cleared: a job waits until it is set
+        self.hold.set()
+        self._one_at_a_time = threading.Lock()
+
+    def setJobGroup(self, *args: object, **kwargs: object) -> None:  # noqa: N802 - Spark's name
+        pass
+
+    def cancelJobGroup(self, *args: object) -> None:  # noqa: N802
+        pass
+
+    def parallelize(self, items: list[object], slices: int) -> _Job:
+        return _Job(self, items)
+
+
+class _Job:
+    def __init__(self, context: _Context, items: list[object]) -> None:
+        self.context, self.items = context, items
+
+    def map(self, function):  # type: ignore[no-untyped-def]
+        self.function = function
+        return self
+
+    def collect(self) -> list[object]:
+        context = self.context
+        context.hold.wait(60)
+        with context._one_at_a_time:
+            context.jobs += 1
+            return [self.function(item) for item in self.items]
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.sparkContext = _Context()
+
+
+def test_until_spark_is_ready_segments_are_prepared_by_local_processes():
+    release, started = threading.Event(), threading.Event()
+    session = _Session()
+
+    def start() -> _Session:
+        started.set()
+        release.wait(60)
+        return session
+
+    executor = SparkExecutor(2, start=start)
+    try:
+        assert started.wait(30)
+        assert [a.slot for a in executor.activity()] == [
+            "local (Spark starting): process 1",
+            "local (Spark starting): process 2",
+        ]
+        index = CHANNELS[1].index_file
+        expected = chunks_through(InProcessExecutor(), index)
+        assert_same_chunks(chunks_through(executor, index), expected)
+        assert session.sparkContext.jobs == 0 and executor.segments_done > 0
+        release.set()
+        assert executor.wait_started(30) and executor.spark_ready
+        warm_up = session.sparkContext.jobs  # the Python workers started before Spark took over
+        assert warm_up == 1
+        # then every segment goes to a Spark job, as bytes, and comes back as Arrow
+        assert_same_chunks(chunks_through(executor, index), expected)
+        assert session.sparkContext.jobs - warm_up == executor.segments_done_on_spark > 1
+        slots = [f"spark task {n}" for n in range(1, 2 * JOBS_PER_SLOT + 1)]
+        assert [(a.slot, a.state) for a in executor.activity()] == [(slot, "idle") for slot in slots]
+    finally:
+        release.set()
+        executor.close()
+
+
+def test_activity_shows_what_each_spark_task_prepares():
+    session = _Session()
+    executor = SparkExecutor(1, start=lambda: session)
+    try:
+        assert executor.wait_started(30) and executor.spark_ready
+        segments = list(plan_segments(read_index(CHANNELS[1].index_file), None, 4, 50))
+        session.sparkContext.hold.clear()
+        task = PrepareTask(100)
+        futures = [executor.submit(task, segment) for segment in segments[:3]]
+        deadline = time.monotonic() + 30
+        while sum(a.state == "preparing" for a in executor.activity()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        where = [f"{s.start[0]}:{s.start[1]}" for s in segments[:2]]
+        assert executor.activity() == [
+            ExecutorActivity("spark task 1", "preparing", where[0]),
+            ExecutorActivity("spark task 2", "preparing", where[1]),
+            ExecutorActivity("queue", "queued", "1 segments"),
+        ] or executor.activity() == [
+            ExecutorActivity("spark task 1", "preparing", where[1]),
+            ExecutorActivity("spark task 2", "preparing", where[0]),
+            ExecutorActivity("queue", "queued", "1 segments"),
+        ]
+        session.sparkContext.hold.set()
+        for future, segment in zip(futures, segments, strict=False):
+            assert_same_items(future.result(30), prepare_segment(copy.deepcopy(segment), 100))
+        assert [a.state for a in executor.activity()] == ["idle", "idle"]
+        assert executor.segments_done == 3
+    finally:
+        session.sparkContext.hold.set()
+        executor.close()
+
+
+def test_an_error_starting_spark_is_raised_by_the_next_submit():
+    def start() -> None:
+        raise RelaydeckError("Spark needs Java 17 or later")
+
+    executor = SparkExecutor(2, start=start)
+    try:
+        assert executor.wait_started(30)
+        with pytest.raises(RelaydeckError, match="Java 17"):
+            chunks_through(executor, CHANNELS[1].index_file)
+    finally:
+        executor.close()
+
+
+def test_a_task_reads_only_the_bytes_of_its_segment(tmp_path):
+    # run_shipped reads only a folder it writes itself: the shipped bytes are all a task has
+    task = PrepareTask(100)
+    walk = _DriverWalk()
+    for segment in plan_segments(read_index(CHANNELS[0].index_file), None, 4, 200):
+        shipped = ship(segment, walk.state_at(segment))
+        shipped_bytes = sum(len(piece) for f in shipped.files for _, piece in f.pieces)
+        whole = sum(path.stat().st_size for path in segment.files[: len(shipped.files)])
+        assert shipped_bytes < whole or segment.start_pos <= 4
+        data = run_shipped(task, shipped)
+        expected = prepare_segment(copy.deepcopy(segment), 100)
+        assert_same_items(task.from_arrow(data, segment), expected)
+
+
+def test_any_other_failure_to_start_spark_is_a_clear_error_naming_the_master():
+    def start() -> None:
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    executor = SparkExecutor(2, "spark://127.0.0.1:9", start=start)
+    try:
+        assert executor.wait_started(30)
+        with pytest.raises(
+            SparkExecutorError, match=r"Spark did not start \(spark://127.0.0.1:9\): .*refused"
+        ):
+            executor.submit(
+                PrepareTask(100), next(plan_segments(read_index(CHANNELS[1].index_file), None, 4, 50))
+            )
+    finally:
+        executor.close()
+
+
+# -- a standalone cluster -----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the Spark daemon stopped: {log.read_text(errors='replace')[-2000:]}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    pytest.fail(f"the Spark daemon did not listen on {port}: {log.read_text(errors='replace')[-2000:]}")
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path) -> Iterator[str]:
+    """A Spark master and one worker (2 cores) from the pyspark distribution, on 127.0.0.1."""
+    home = _spark_home()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    port = _free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    started: list[subprocess.Popen[bytes]] = []
+
+    def daemon(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+        log = tmp_path / f"{name}.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [str(home / "bin" / "spark-class"), *args], env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        started.append(process)
+        return process, log
+
+    try:
+        master, master_log = daemon(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port()),
+        )  # fmt: skip
+        _wait_for_port(port, master, master_log)
+        worker_port = _free_port()
+        worker, worker_log = daemon(
+            "worker",
+            "org.apache.spark.deploy.worker.Worker",
+            "--host", "127.0.0.1", "--port", str(worker_port), "--webui-port", str(_free_port()),
+            "--cores", "2", "--memory", "2g", "--work-dir", str(tmp_path / "work"),
+            master_url,
+        )  # fmt: skip
+        _wait_for_port(worker_port, worker, worker_log)
+        yield master_url
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_a_standalone_cluster_prepares_exactly_what_the_applier_prepares(standalone_cluster):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.test_spark_executor", standalone_cluster],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.startswith("segments prepared on the cluster: ")
+    done, compiled = result.stdout.strip().removeprefix("segments prepared on the cluster: ").split(", ")
+    assert int(done) >= 2 * len(CHANNELS)
+    # the engine's compiled modules travel too (the same interpreter runs the executors here)
+    from engine.binlog.compiled import load
+
+    assert compiled == f"compiled modules: {load('_runscan', package='engine.binlog') is not None}"
+
+
+def _compare_on_cluster(master: str) -> None:
+    from engine.spark.session import stop_spark
+
+    executor = SparkExecutor(2, master)
+    try:
+        done = compare_on(executor)
+        context = executor._session.sparkContext
+        (compiled,) = context.parallelize([0], 1).map(_compiled_scanner_loaded).collect()
+    finally:
+        executor.close()
+        stop_spark()
+    print(f"segments prepared on the cluster: {done}, compiled modules: {compiled}")
+
+
+def _compiled_scanner_loaded(_: int) -> bool:
+    from engine.binlog.compiled import load
+
+    return load("_runscan", package="engine.binlog") is not None
+
+
+if __name__ == "__main__":
+    _compare_on_cluster(sys.argv[1])
