@@ -86,15 +86,25 @@ def test_a_snapshot_carries_the_pool_s_activity_while_a_replay_runs(tmp_path):
         replica.close()
 
 
-def test_the_in_process_pool_shows_as_one_slot_and_the_single_applier_has_none(applied):
-    snapshot = applied.snapshot()
-    assert snapshot.pools["m2"].kind == "threads"  # the parallel applier prepares in-process
-    assert [(s.slot, s.state) for s in snapshot.pools["m2"].slots] == [("in-process", "stopped")]
-    applied.execute("CHANGE REPLICATION SOURCE TO REPLICA_PARALLEL_WORKERS = 0 FOR CHANNEL 'm2'")
-    applied.execute("START REPLICA FOR CHANNEL 'm2'")  # nothing left to apply: starts and stops
-    assert applied.wait(180)
-    assert applied.run_of("m2").outcome.error is None
-    assert "m2" not in applied.snapshot().pools  # the single applier has none
+def test_the_in_process_pool_shows_as_one_slot_and_the_single_applier_has_none(tmp_path):
+    replica = ReplicaServer(tmp_path / "s.duckdb", tmp_path / "r.sqlite", follow=False, pool="threads")
+    try:
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M2}', REPLICA_PARALLEL_WORKERS = 2 FOR CHANNEL 'm2'"
+        )
+        replica.execute("START REPLICA FOR CHANNEL 'm2'")
+        assert replica.wait(180)
+        pool = replica.snapshot().pools["m2"]
+        assert (pool.kind, pool.segments_done) == ("threads", 1)  # the coordinator prepared it itself
+        assert pool.prepared_runs == replica.run_of("m2").outcome.stats.prepared_runs
+        assert [(s.slot, s.state) for s in pool.slots] == [("in-process", "stopped")]
+        replica.execute("CHANGE REPLICATION SOURCE TO REPLICA_PARALLEL_WORKERS = 0 FOR CHANNEL 'm2'")
+        replica.execute("START REPLICA FOR CHANNEL 'm2'")  # nothing left to apply: starts and stops
+        assert replica.wait(180)
+        assert replica.run_of("m2").outcome.error is None
+        assert "m2" not in replica.snapshot().pools  # the single applier has none
+    finally:
+        replica.close()
 
 
 def applied_pool(replica: ReplicaServer):  # type: ignore[no-untyped-def]
