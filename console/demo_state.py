@@ -18,7 +18,7 @@ from pathlib import Path
 from engine.applier.recovery import GroupAfterLwm, RecoveryPicture, WorkerCheckpointRow
 from engine.replica.commands import ShowRelaylogEvents, ShowReplicaStatus, StartReplica, parse_statement
 from engine.replica.errors import already_running, channel_does_not_exist
-from engine.replica.monitor import ChannelView, Snapshot, WorkerView
+from engine.replica.monitor import ChannelView, PoolSlotView, PoolView, Snapshot, WorkerView
 from engine.replica.server import ReplicaServer, Result
 
 from .cli import BUNDLED_RELAY_LOG
@@ -82,6 +82,16 @@ WORKERS = {
     ),
     "m1": (),
     "m2": (),
+}  # fmt: skip
+
+# oltp's 4 workers are fed by 2 local processes (one per core); bank's in-process pool stopped
+# with it; m1 and m2 run the single applier, which has none.
+POOLS = {
+    "oltp": PoolView("oltp", "processes", 2, 37, 912, 3, (
+        PoolSlotView("process 1", "preparing", "relay-bin.000019:4194821"),
+        PoolSlotView("process 2", "preparing", "relay-bin.000020:389"),
+    )),
+    "bank": PoolView("bank", "threads", 1, 6, 118, 0, (PoolSlotView("in-process", "stopped", ""),)),
 }  # fmt: skip
 
 _GAPS = {5513, 5517, 5518}
@@ -148,13 +158,13 @@ def recent_snapshots() -> list[Snapshot]:
                     channel, state="running", trx_per_s=round(90 + 10 * wave, 1), lag_s=0.4, last_error=""
                 )
             channels.append(channel)
-        snapshots.append(Snapshot(TAKEN_AT - age, tuple(channels), dict(WORKERS)))
+        snapshots.append(Snapshot(TAKEN_AT - age, tuple(channels), dict(WORKERS), dict(POOLS)))
     snapshots[-1] = snapshot()
     return snapshots
 
 
 def snapshot() -> Snapshot:
-    return Snapshot(TAKEN_AT, CHANNELS, dict(WORKERS))
+    return Snapshot(TAKEN_AT, CHANNELS, dict(WORKERS), dict(POOLS))
 
 
 class DemoReplica:

@@ -31,6 +31,7 @@ _THEME_TEXT = {
 STATE_LEVELS = {
     "running": OK,
     "applying": OK,
+    "preparing": OK,
     "waiting": WARN,
     "recovering": WARN,
     "waiting for a dependency": WARN,

@@ -1,4 +1,5 @@
-"""The selected channel's workers, one row each, with its throughput and lag plotted over time."""
+"""The selected channel's workers, one row each, the preparing pool that feeds them, and the
+channel's throughput and lag plotted over time."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from . import formatting as fmt
 from .history import Sample
 from .palette import ACCENT, ERROR, MUTED, state_level, style
 from .plot import TimePlot
+from .pool_panel import PoolPanel
 from .thresholds import LagThresholds
 
 COLUMNS = (  # numbers before the long transaction names, so 80 columns show them
@@ -44,6 +46,7 @@ class WorkersView(Vertical):
         for key, heading in COLUMNS:
             table.add_column(heading, key=key)
         yield table
+        yield PoolPanel(id="pool-panel")
         yield TimePlot(
             "throughput",
             "trx/s",
@@ -58,6 +61,7 @@ class WorkersView(Vertical):
         workers = snapshot.workers.get(channel, ()) if channel is not None else ()
         self.query_one("#workers-title", Static).update(self._title(view, workers))
         self._fill(channel, workers)
+        self.query_one(PoolPanel).show(channel, snapshot.pools.get(channel) if channel is not None else None)
         throughput = [(s.taken_at, s.trx_per_s) for s in samples]
         lag = [(s.taken_at, s.lag_s) for s in samples if s.lag_s is not None]
         self.query_one("#throughput-plot", TimePlot).plot(

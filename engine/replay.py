@@ -371,10 +371,12 @@ class ChannelRun:
             "workers_total": 0,
             "workers_busy": 0,
             "queue_fill": 0.0,
+            "pool_kind": "",
         }
         stats = {k: v for k, v in stats.items() if v is not None or k == "lag_s"}
         workers: list[dict[str, object]] = []
         worker_stats: list[dict[str, object]] = []
+        pool_slots: list[dict[str, object]] = []
         applier = self.applier
         if isinstance(applier, ChannelApplier):
             stats["rows_applied"] = applier.stats.row_changes
@@ -427,6 +429,24 @@ class ChannelRun:
             stats["workers_total"] = len(statuses)
             stats["workers_busy"] = sum(1 for w in statuses if w.applying)
             stats["queue_fill"] = round(min(1.0, queued_bytes / applier.options.pending_jobs_size_max), 4)
+            pool = applier.executor
+            stats.update(
+                pool_kind=pool.kind,
+                pool_workers=pool.workers,
+                pool_segments_done=pool.segments_done,
+                prepared_runs=applier.stats.prepared_runs,
+                runs_read_again=applier.stats.runs_read_again,
+            )
+            pool_slots = [
+                {
+                    "channel": spec.name,
+                    "slot_no": i,
+                    "slot": a.slot,
+                    "state": a.state,
+                    "segment": a.segment or "",
+                }
+                for i, a in enumerate(pool.activity(), start=1)
+            ]
         relay_log_info = None
         if progress is not None:
             relay_log_info = {
@@ -437,7 +457,9 @@ class ChannelRun:
                 "Executed_gtid_set": progress.executed_gtids,
                 "Applier_state": live.state if live.state in ("ON", "OFF", "ERROR") else "ON",
             }
-        self.repository.publish_status(coordinator, workers, None, stats, worker_stats, relay_log_info)
+        self.repository.publish_status(
+            coordinator, workers, None, stats, worker_stats, relay_log_info, pool_slots
+        )
 
     def _rate(self, key: int, now: float, count: int) -> float:
         """Transactions per second since the previous publish, smoothed (key -1: the channel)."""

@@ -10,6 +10,7 @@ Tables, each keyed by channel name (compared case-insensitively, stored as first
   ``replication_connection_status``: the live status of performance_schema's tables of those names
   (column lists from ``storage/perfschema/table_replication_*.cc``), written while an applier runs.
 - ``relaydeck_channel_stats``: relaydeck's own counters for a channel.
+- ``relaydeck_pool_stats``: what each slot of a channel's preparing pool is doing.
 
 relaydeck's additions to the MySQL tables, all in ``relay_log_info``:
 
@@ -330,6 +331,12 @@ CHANNEL_STATS = _Table(
         _int("workers_busy"),
         _int("workers_total"),
         _Column("queue_fill", float, 0.0),  # queued bytes / replica_pending_jobs_size_max
+        # the multi-threaded applier's preparing pool (engine/pool); pool_kind "": none
+        _text("pool_kind"),  # threads (in-process), processes, spark
+        _int("pool_workers"),
+        _int("pool_segments_done"),
+        _int("prepared_runs"),  # runs scheduled as the pool prepared them
+        _int("runs_read_again"),  # prepared runs or transactions that went the ordinary way instead
     ),
 )
 
@@ -352,6 +359,20 @@ WORKER_STATS = _Table(
         _opt("last_applied_at"),
         _int("checkpoint_seqno"),
         _text("error"),
+    ),
+)
+
+# relaydeck's per-slot view of a running channel's preparing pool: a process, a Spark task slot,
+# the in-process executor; `slot_no` orders them as the executor lists them.
+POOL_STATS = _Table(
+    "relaydeck_pool_stats",
+    ("channel", "slot_no"),
+    (
+        _key("channel"),
+        _int("slot_no"),
+        _text("slot"),  # "process 1", "spark task 2", "in-process", "queue"
+        _text("state", "idle"),  # idle, preparing, queued
+        _text("segment"),  # where the segment it works on starts, file:position ("" none)
     ),
 )
 
@@ -395,6 +416,7 @@ TABLES = (
     CHANNEL_OPTIONS,
     WORKER_STATS,
     RECEIVER_INFO,
+    POOL_STATS,
 )
 
 # Not channel-keyed: SET GLOBAL's applier variables, and the `relaydeck serve` process (if any)
@@ -1046,6 +1068,14 @@ class Repository:
                 "SELECT * FROM relaydeck_worker_stats WHERE channel = ? ORDER BY worker", [name]
             )
 
+    def pool_stats(self, name: str) -> list[dict[str, Any]]:
+        """relaydeck's per-slot rows of the channel's preparing pool (while or after a run with one)."""
+        name = _check_name(name)
+        with self._snapshot():
+            return self._query(
+                "SELECT * FROM relaydeck_pool_stats WHERE channel = ? ORDER BY slot_no", [name]
+            )
+
     def find_channel(self, name: str) -> str | None:
         """The channel's name as stored (any letter case matches), or None if there is none."""
         name = _check_name(name)
@@ -1072,6 +1102,7 @@ class Repository:
                 raise UnknownChannel(f"there is no channel {name!r}")
             for table in (
                 WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS, RECEIVER_INFO,
+                POOL_STATS,
             ):  # fmt: skip
                 self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
             # the source position received is forgotten too (the receiver starts afresh), not the account
@@ -1154,13 +1185,15 @@ class Repository:
         stats: Mapping[str, Any] | None = None,
         worker_stats: Sequence[Mapping[str, Any]] | None = None,
         relay_log_info: Mapping[str, Any] | None = None,
+        pool_slots: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Write a channel's live status in one transaction.
 
         The channel is the coordinator row's CHANNEL_NAME. Rows carry performance_schema's column
         names (any letter case); columns left out keep their values. `workers` is the channel's
-        whole set of worker rows. stats' updated_at defaults to now. `relay_log_info` columns, when
-        given, are set in the same transaction.
+        whole set of worker rows, `worker_stats` and `pool_slots` (when given) too. stats'
+        updated_at defaults to now. `relay_log_info` columns, when given, are set in the same
+        transaction.
         """
         coord = _normalize(COORDINATOR_STATUS, coordinator)
         name = coord.get("CHANNEL_NAME")
@@ -1182,6 +1215,8 @@ class Repository:
                 self._upsert(CHANNEL_STATS, channel, stats_row)
             if worker_stats is not None:
                 self._replace_rows(WORKER_STATS, channel, [_normalize(WORKER_STATS, w) for w in worker_stats])
+            if pool_slots is not None:
+                self._replace_rows(POOL_STATS, channel, [_normalize(POOL_STATS, s) for s in pool_slots])
             if relay_log_info:
                 self._upsert(RELAY_LOG_INFO, channel, _normalize(RELAY_LOG_INFO, relay_log_info))
 

@@ -15,12 +15,15 @@ from console.app import ConsoleApp
 from console.confirm import ConfirmScreen
 from console.recovery_view import RecoveryView
 from console.relaylog_view import RelayLogView
+from engine.relaylog.index import read_index
 from engine.replica.server import ReplicaServer
 from engine.slave.database import CommitRecord
 
 from .conftest import MULTISOURCE
+from .paused_pool import paused_pool
 from .test_replica_server import transactions_of
 
+M1 = MULTISOURCE / "relay" / "relay-bin-m1.index"
 M2 = MULTISOURCE / "relay" / "relay-bin-m2.index"
 M2_TRANSACTIONS = len(transactions_of(M2))
 SIZE = (100, 30)
@@ -89,6 +92,66 @@ def test_the_channel_is_the_selected_one_and_s_starts_it(tmp_path):
         asyncio.run(scenario())
         assert applied(replica) == M2_TRANSACTIONS
         assert replica.run_of("m2").outcome.error is None
+    finally:
+        replica.close()
+
+
+def test_the_workers_view_shows_the_live_process_pool_of_a_replay(tmp_path):
+    """--workers 2 --pool processes over the bundled m1 relay log: the pool's processes, each with
+    the segment it prepares (held there by pausing them), then what they did once the run ended."""
+    replica = ReplicaServer(
+        tmp_path / "slave.duckdb", tmp_path / "repository.sqlite", follow=False, pool="processes"
+    )
+    replica.execute(
+        f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M1}', REPLICA_PARALLEL_WORKERS = 2 FOR CHANNEL 'm1'"
+    )
+    relay_files = {p.name for p in read_index(M1).files}
+
+    def pool_rows(app: ConsoleApp) -> dict[str, tuple[str, str]]:
+        table = app.query_one("#pool-table")
+        return {
+            str(table.get_cell(row.key, "slot")): (
+                str(table.get_cell(row.key, "state")),
+                str(table.get_cell(row.key, "segment")),
+            )
+            for row in table.ordered_rows
+        }
+
+    def pool_title(app: ConsoleApp) -> str:
+        return str(app.query_one("#pool-title").content)
+
+    async def scenario() -> None:
+        app = ConsoleApp(replica, source="test")
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.selected == "m1"
+            await pilot.press("2")
+            await settle(pilot)
+            assert "none: the single applier" in pool_title(app)  # never started: no pool yet
+            with paused_pool(2) as stopped:
+                await pilot.press("s")
+                await until(pilot, stopped.is_set, "the pool's processes were started and paused")
+                await until(
+                    pilot,
+                    lambda: "preparing" in {state for state, _ in pool_rows(app).values()},
+                    "preparing shown",
+                )
+                rows = pool_rows(app)
+                assert list(rows)[:2] == ["process 1", "process 2"]
+                assert "2 local processes" in pool_title(app)
+                for state, segment in rows.values():
+                    if state == "preparing":
+                        name, _, pos = segment.rpartition(":")
+                        assert name in relay_files and int(pos) >= 4
+            assert replica.wait(180)
+            await until(pilot, lambda: app.snapshot.channels[-1].state == "stopped", "the end shown")
+            await settle(pilot)
+            assert pool_rows(app) == {"process 1": ("stopped", "—"), "process 2": ("stopped", "—")}
+            done = replica.snapshot().pools["m1"].segments_done
+            assert done >= 2 and f"{done} segments done" in pool_title(app)
+
+    try:
+        asyncio.run(scenario())
+        assert replica.run_of("m1").outcome.error is None
     finally:
         replica.close()
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from engine.relaylog.index import read_index
 from engine.replica.control import ControlSocket, connect
 from engine.replica.errors import CommandError
 from engine.replica.monitor import event_rows, read_snapshot
 from engine.replica.server import ReplicaServer
 
 from .conftest import MULTISOURCE
+from .paused_pool import paused_pool
 
+M1 = MULTISOURCE / "relay" / "relay-bin-m1.index"
 M2 = MULTISOURCE / "relay" / "relay-bin-m2.index"
 
 
@@ -43,6 +48,67 @@ def test_a_snapshot_shows_channels_and_their_workers(applied):
     assert sum(w.transactions for w in workers) == applied.run_of("m2").outcome.stats.transactions
     assert all(w.state == "stopped" for w in workers)
     assert views[""].state == "stopped" and views[""].transactions == 0
+
+
+def test_a_snapshot_carries_the_pool_s_activity_while_a_replay_runs(tmp_path):
+    replica = ReplicaServer(tmp_path / "s.duckdb", tmp_path / "r.sqlite", follow=False, pool="processes")
+    try:
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M1}', REPLICA_PARALLEL_WORKERS = 2 FOR CHANNEL 'm1'"
+        )
+        relay_files = {p.name for p in read_index(M1).files}
+        with paused_pool(2) as stopped:
+            replica.execute("START REPLICA FOR CHANNEL 'm1'")
+            assert stopped.wait(60), "the pool's processes were not started"
+            deadline = time.monotonic() + 30
+            while (pool := applied_pool(replica)) is None or not any(
+                s.state == "preparing" for s in pool.slots
+            ):
+                assert time.monotonic() < deadline, f"the pool never showed as preparing: {pool}"
+                time.sleep(0.05)
+            assert (pool.kind, pool.workers) == ("processes", 2)
+            assert [s.slot for s in pool.slots[:2]] == ["process 1", "process 2"]
+            preparing = [s for s in pool.slots if s.state == "preparing"]
+            for slot in preparing:
+                name, _, pos = slot.segment.rpartition(":")
+                assert name in relay_files and int(pos) >= 4
+            # each process holds a segment of its own
+            assert len({s.segment for s in preparing}) == len(preparing)
+        assert replica.wait(180)
+        outcome = replica.run_of("m1").outcome
+        assert outcome.error is None
+        pool = replica.snapshot().pools["m1"]
+        assert pool.segments_done >= 2  # the paused segments were finished, and counted
+        assert pool.prepared_runs == outcome.stats.prepared_runs > 0
+        assert pool.runs_read_again == outcome.stats.runs_read_again
+        assert [s.state for s in pool.slots] == ["stopped", "stopped"]
+    finally:
+        replica.close()
+
+
+def test_the_in_process_pool_shows_as_one_slot_and_the_single_applier_has_none(tmp_path):
+    replica = ReplicaServer(tmp_path / "s.duckdb", tmp_path / "r.sqlite", follow=False, pool="threads")
+    try:
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M2}', REPLICA_PARALLEL_WORKERS = 2 FOR CHANNEL 'm2'"
+        )
+        replica.execute("START REPLICA FOR CHANNEL 'm2'")
+        assert replica.wait(180)
+        pool = replica.snapshot().pools["m2"]
+        assert (pool.kind, pool.segments_done) == ("threads", 1)  # the coordinator prepared it itself
+        assert pool.prepared_runs == replica.run_of("m2").outcome.stats.prepared_runs
+        assert [(s.slot, s.state) for s in pool.slots] == [("in-process", "stopped")]
+        replica.execute("CHANGE REPLICATION SOURCE TO REPLICA_PARALLEL_WORKERS = 0 FOR CHANNEL 'm2'")
+        replica.execute("START REPLICA FOR CHANNEL 'm2'")  # nothing left to apply: starts and stops
+        assert replica.wait(180)
+        assert replica.run_of("m2").outcome.error is None
+        assert "m2" not in replica.snapshot().pools  # the single applier has none
+    finally:
+        replica.close()
+
+
+def applied_pool(replica: ReplicaServer):  # type: ignore[no-untyped-def]
+    return replica.snapshot().pools.get("m1")
 
 
 def test_event_rows_decodes_the_selected_rows_event(applied):

@@ -73,10 +73,34 @@ class WorkerView:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolSlotView:
+    """One slot of a channel's preparing pool: a process, a Spark task slot, the in-process one."""
+
+    slot: str  # "process 1", "spark task 2", "local (Spark starting)", "in-process", "queue"
+    state: str  # idle / preparing / queued / stopped
+    segment: str  # where the segment it works on starts, file:pos ("" when none); the queue: how many
+
+
+@dataclass(frozen=True, slots=True)
+class PoolView:
+    """The preparing pool of a multi-threaded channel's last start: where its relay log is read,
+    decoded and turned into the workers' row changes."""
+
+    channel: str
+    kind: str  # threads (in-process) / processes / spark
+    workers: int  # segments it prepares side by side
+    segments_done: int
+    prepared_runs: int  # runs the workers applied as prepared
+    runs_read_again: int  # prepared runs or transactions that went the ordinary way instead
+    slots: tuple[PoolSlotView, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     taken_at: float  # epoch seconds
     channels: tuple[ChannelView, ...]
     workers: dict[str, tuple[WorkerView, ...]] = field(default_factory=dict)
+    pools: dict[str, PoolView] = field(default_factory=dict)  # channels without one are absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +128,7 @@ class ReplicaHandle(Protocol):
 def read_snapshot(repository: Repository, now: float | None = None) -> Snapshot:
     channels = []
     workers: dict[str, tuple[WorkerView, ...]] = {}
+    pools: dict[str, PoolView] = {}
     for status in repository.status():
         stats = {r["worker"]: r for r in repository.worker_stats(status.channel_name)}
         rows = repository.channel_stats(status.channel_name)
@@ -152,7 +177,27 @@ def read_snapshot(repository: Repository, now: float | None = None) -> Snapshot:
             )
             for w in stats.values()
         )
-    return Snapshot(time.time() if now is None else now, tuple(channels), workers)
+        if rows.get("pool_kind"):
+            pools[status.channel_name] = _pool(status.channel_name, rows, repository, state)
+    return Snapshot(time.time() if now is None else now, tuple(channels), workers, pools)
+
+
+def _pool(channel: str, stats: dict[str, Any], repository: Repository, channel_state: str) -> PoolView:
+    running = channel_state in ("running", "recovering", "waiting")
+    slots = tuple(
+        PoolSlotView(s["slot"], s["state"] if running else "stopped", s["segment"] if running else "")
+        for s in repository.pool_stats(channel)
+        if running or s["state"] != "queued"  # a stopped pool holds nothing in its queue
+    )
+    return PoolView(
+        channel=channel,
+        kind=stats["pool_kind"],
+        workers=stats.get("pool_workers") or 0,
+        segments_done=stats.get("pool_segments_done") or 0,
+        prepared_runs=stats.get("prepared_runs") or 0,
+        runs_read_again=stats.get("runs_read_again") or 0,
+        slots=slots,
+    )
 
 
 def _worker_state(row: dict[str, Any], channel_state: str) -> str:
