@@ -126,7 +126,11 @@ def peer_apply(lab: Path, configs: str) -> dict[str, object]:
     out = {}
     for run in runs:
         key = f"{run['slave_parallel_threads']}:{run['slave_parallel_mode']}"
-        out[key] = {"seconds": run["total"]["seconds"], "trx_per_s": run["total"]["tps"]}
+        out[key] = {
+            "seconds": run["total"]["seconds"],
+            "trx_per_s": run["total"]["tps"],
+            "checksums_match_master": run.get("checksums_match_master"),
+        }
     return out
 
 
@@ -275,8 +279,16 @@ def peer_rounds(args: argparse.Namespace) -> dict[str, object]:
         for label, s in summary.items()
         if label in configurations
     }
+    mariadb_summary = {
+        key: {
+            "trx_per_s_per_round": [r["mariadb"][key]["trx_per_s"] for r in rounds],  # type: ignore[index]
+            "trx_per_s_median": round(statistics.median(r["mariadb"][key]["trx_per_s"] for r in rounds)),  # type: ignore[index]
+        }
+        for key in rounds[0]["mariadb"]  # type: ignore[index]
+    }
     return {
         "capture": str(capture),
+        "mariadb_summary": mariadb_summary,
         "mariadb_configs": args.mariadb_configs,
         "baseline_checkout": str(baseline) if baseline else None,
         "rounds": rounds,
@@ -300,6 +312,8 @@ def print_summary(peer: dict[str, object]) -> None:
                 "yes" if s["identical_tables_every_round"] else "NO",
             ]
         )
+    for key, m in peer["mariadb_summary"].items():  # type: ignore[attr-defined]
+        lines.append([f"MariaDB {key}", str(m["trx_per_s_median"]), "", "", "", ""])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     for line in lines:
         print(
