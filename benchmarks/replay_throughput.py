@@ -40,7 +40,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEER = ROOT.parent / "shared" / "peer" / "peer.sh"
+# ../shared beside the checkout; a worktree kept in a folder of its own finds it further up
+PEER = next(
+    (p / "shared" / "peer" / "peer.sh" for p in ROOT.parents if (p / "shared" / "peer" / "peer.sh").exists()),
+    ROOT.parent / "shared" / "peer" / "peer.sh",
+)
 sys.path.insert(0, str(ROOT))
 
 from generated_logs import ensure_relay_log  # noqa: E402
