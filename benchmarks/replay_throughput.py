@@ -1,12 +1,29 @@
-"""Replay throughput of the single and multi-threaded appliers, side by side with MariaDB's own replica.
+"""Replay throughput of the single and parallel appliers, side by side with MariaDB's own replica.
 
-    python benchmarks/replay_throughput.py [--size MB] [--peer] [--repeats N]
+    python benchmarks/replay_throughput.py [--size MB] [--repeats N]
+        [--peer [--peer-rounds N] [--peer-workers N] [--peer-types TYPE ...] [--peer-pool POOL]
+                [--mariadb-configs "THREADS:MODE ..."] [--baseline-checkout PATH [--baseline-workers N]]]
 
 Measures `relaydeck replay` (transactions/s, MB/s) on the bundled MariaDB capture and on a
-generated relay log, checking each result against its oracle. With --peer it also runs
-../shared/peer/peer.sh on the full-size capture (PROFILE=big: made once, reused from $PEER_LAB),
-and in each round times MariaDB 10.11's applier on it, then relaydeck's single applier and its
-process pool on the same files, and compares relaydeck's tables with MariaDB's. Figures are printed and written to benchmarks/results/replay_throughput.json.
+generated relay log (single applier, and the parallel applier with --peer-workers), checking each
+result against its oracle.
+
+With --peer it also runs ../shared/peer/peer.sh on the full-size capture (PROFILE=big: made once,
+reused from --peer-lab / $PEER_LAB), and in each round, on the same files, one after the other:
+  - MariaDB 10.11's applier in each of --mariadb-configs (default 0:none 4:optimistic
+    4:conservative); the fastest of the round is "MariaDB's best";
+  - relaydeck's single applier;
+  - with --baseline-checkout PATH: the process pool of that checkout (an older relaydeck, where
+    the process pool was a mode of the single applier), replayed by checkout_replay.py in PATH's
+    own .venv interpreter with PYTHONPATH=PATH, --baseline-workers processes (default: the CPUs);
+  - the parallel applier, `--workers N` (default 4) under database, logical_clock and writeset,
+    each with commit order on and off, its transactions prepared by --peer-pool (default
+    processes).
+Every replay's tables are compared with MariaDB's (identical_tables). Each configuration is
+reported as trx/s and as ratios, within its round, to the single applier, to MariaDB's best and to
+the old process pool; the summary keeps the median over rounds, and "targets" says whether each
+parallel configuration reaches 1.5x the single applier and the old process pool. Figures are
+printed and written to benchmarks/results/replay_throughput.json.
 """
 
 from __future__ import annotations
@@ -23,13 +40,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEER = ROOT.parent / "shared" / "peer" / "peer.sh"
+# ../shared beside the checkout; a worktree kept in a folder of its own finds it further up
+PEER = next(
+    (p / "shared" / "peer" / "peer.sh" for p in ROOT.parents if (p / "shared" / "peer" / "peer.sh").exists()),
+    ROOT.parent / "shared" / "peer" / "peer.sh",
+)
 sys.path.insert(0, str(ROOT))
 
 from generated_logs import ensure_relay_log  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
-from engine.applier.parallel import ParallelOptions  # noqa: E402
+from engine.applier.parallel import PARALLEL_TYPES, POOLS, ParallelOptions  # noqa: E402
 from engine.replay import ChannelSpec, Replay, relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402
@@ -109,14 +130,202 @@ def peer_apply(lab: Path, configs: str) -> dict[str, object]:
     out = {}
     for run in runs:
         key = f"{run['slave_parallel_threads']}:{run['slave_parallel_mode']}"
-        out[key] = {"seconds": run["total"]["seconds"], "trx_per_s": run["total"]["tps"]}
+        out[key] = {
+            "seconds": run["total"]["seconds"],
+            "trx_per_s": run["total"]["tps"],
+            "checksums_match_master": run.get("checksums_match_master"),
+        }
     return out
 
 
-def _workers_and_type(text: str) -> tuple[int, str, str]:
-    """N:TYPE or N:TYPE:POOL (threads, processes)."""
-    workers, kind, *pool = text.split(":")
-    return int(workers), kind, pool[0] if pool else "threads"
+def checkout_replay(
+    checkout: Path, channels: list[ChannelSpec], expected: Path, workers: int, pool: str
+) -> dict[str, object]:
+    """One replay by another checkout's engine, in its own virtual environment's interpreter, on
+    the same files (checkout_replay.py): seconds, transactions, errors, identical_tables."""
+    python = checkout / ".venv" / "bin" / "python"
+    command = [
+        str(python if python.exists() else sys.executable),
+        str(Path(__file__).resolve().parent / "checkout_replay.py"),
+        *(argument for c in channels for argument in ("--channel", f"{c.name}={c.index_file}")),
+        "--expected",
+        str(expected),
+        "--workers",
+        str(workers),
+        "--pool",
+        pool,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {
+            "seconds": None,
+            "transactions": 0,
+            "errors": [done.stderr.strip()[-2000:]],
+            "identical_tables": False,
+        }
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure_checkout(
+    name: str, checkout: Path, channels: list[ChannelSpec], expected: Path, workers: int, pool: str
+) -> dict[str, object]:
+    run = checkout_replay(checkout, channels, expected, workers, pool)
+    seconds = run["seconds"]
+    result = {
+        "name": name,
+        "checkout": str(checkout),
+        "commit": subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "relay_log_bytes": sum(relay_bytes(c) for c in channels),
+        "transactions": run["transactions"],
+        "runs_seconds": [round(seconds, 3)] if seconds else [],  # type: ignore[arg-type]
+        "median_seconds": round(seconds, 3) if seconds else None,  # type: ignore[arg-type]
+        "trx_per_s": round(run["transactions"] / seconds) if seconds else None,  # type: ignore[operator]
+        "identical_tables": run["identical_tables"],
+        "errors": run["errors"],
+    }
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def parallel_configurations(workers: int, types: list[str], pool: str) -> dict[str, ParallelOptions]:
+    """`--workers N --parallel-type T --preserve-commit-order on|off --pool P` for each type, by label."""
+    return {
+        f"{workers}:{kind}:order-{'on' if order else 'off'}:{pool}": ParallelOptions(
+            workers=workers, parallel_type=kind, preserve_commit_order=order, pool=pool
+        )
+        for kind in types
+        for order in (True, False)
+    }
+
+
+def ratio(numerator: object, denominator: object) -> float | None:
+    if not numerator or not denominator:
+        return None
+    return round(float(numerator) / float(denominator), 2)  # type: ignore[arg-type]
+
+
+def peer_rounds(args: argparse.Namespace) -> dict[str, object]:
+    """MariaDB's applier and relaydeck's side by side on the full-size capture, round after round."""
+    lab = Path(args.peer_lab)
+    capture = peer_capture(lab)
+    expected = lab / "expected"
+    channels = [
+        ChannelSpec("m1", capture / "relay-bin-m1.index"),
+        ChannelSpec("m2", capture / "relay-bin-m2.index"),
+    ]
+    name = "MariaDB 10.11 capture (full size, PROFILE=big)"
+    configurations = parallel_configurations(args.peer_workers, args.peer_types, args.peer_pool)
+    baseline = Path(args.baseline_checkout).resolve() if args.baseline_checkout else None
+    # Every configuration runs once per round, on the same files, one after the other: each ratio
+    # compares runs made under the same load of this shared machine.
+    rounds = []
+    for _ in range(args.peer_rounds):
+        mariadb = peer_apply(lab, args.mariadb_configs)
+        best_key = max(mariadb, key=lambda k: mariadb[k]["trx_per_s"])  # type: ignore[index]
+        best = mariadb[best_key]["trx_per_s"]  # type: ignore[index]
+        single = measure(f"{name}, single applier", channels, expected, 1)
+        old_pool = None
+        if baseline is not None:
+            old_pool = measure_checkout(
+                f"{name}, process pool of {args.baseline_workers} (single applier's mode), {baseline.name}",
+                baseline,
+                channels,
+                expected,
+                args.baseline_workers,
+                "processes",
+            )
+        parallel = {
+            label: measure(f"{name}, {label}", channels, expected, 1, options)
+            for label, options in configurations.items()
+        }
+        table = {"single": single, **({"old_process_pool": old_pool} if old_pool else {}), **parallel}
+        ratios = {
+            label: {
+                "over_single_applier": ratio(r["trx_per_s"], single["trx_per_s"]),
+                "over_mariadb_best": ratio(r["trx_per_s"], best),
+                "over_old_process_pool": ratio(r["trx_per_s"], old_pool["trx_per_s"]) if old_pool else None,
+            }
+            for label, r in table.items()
+        }
+        rounds.append({"mariadb": mariadb, "mariadb_best": best_key, "relaydeck": table, "ratios": ratios})
+        print(json.dumps({"mariadb": mariadb, "ratios": ratios}, indent=2), flush=True)
+    labels = list(rounds[0]["relaydeck"])  # type: ignore[call-overload]
+    summary = {}
+    for label in labels:
+        runs = [r["relaydeck"][label] for r in rounds]  # type: ignore[index]
+        per_round = [r["ratios"][label] for r in rounds]  # type: ignore[index]
+        tps = [run["trx_per_s"] for run in runs if run["trx_per_s"]]
+        summary[label] = {
+            "trx_per_s_per_round": [run["trx_per_s"] for run in runs],
+            "trx_per_s_median": round(statistics.median(tps)) if tps else None,
+            "identical_tables_every_round": all(run["identical_tables"] for run in runs),
+            **{
+                f"{key}_per_round": [p[key] for p in per_round]
+                for key in ("over_single_applier", "over_mariadb_best", "over_old_process_pool")
+            },
+            **{
+                f"{key}_median": round(statistics.median(values), 2) if values else None
+                for key in ("over_single_applier", "over_mariadb_best", "over_old_process_pool")
+                for values in [[p[key] for p in per_round if p[key] is not None]]
+            },
+        }
+    targets = {
+        label: {
+            "at_least_1_5x_single": (s["over_single_applier_median"] or 0) >= 1.5,
+            "not_slower_than_old_process_pool": None
+            if s["over_old_process_pool_median"] is None
+            else s["over_old_process_pool_median"] >= 1.0,
+            "identical_tables": s["identical_tables_every_round"],
+        }
+        for label, s in summary.items()
+        if label in configurations
+    }
+    mariadb_summary = {
+        key: {
+            "trx_per_s_per_round": [r["mariadb"][key]["trx_per_s"] for r in rounds],  # type: ignore[index]
+            "trx_per_s_median": round(statistics.median(r["mariadb"][key]["trx_per_s"] for r in rounds)),  # type: ignore[index]
+        }
+        for key in rounds[0]["mariadb"]  # type: ignore[index]
+    }
+    return {
+        "capture": str(capture),
+        "mariadb_summary": mariadb_summary,
+        "mariadb_configs": args.mariadb_configs,
+        "baseline_checkout": str(baseline) if baseline else None,
+        "rounds": rounds,
+        "summary": summary,
+        "targets": targets,
+    }
+
+
+def print_summary(peer: dict[str, object]) -> None:
+    summary = peer["summary"]
+    head = ["configuration", "trx/s", "x single", "x MariaDB best", "x old pool", "identical"]
+    lines = [head]
+    for label, s in summary.items():  # type: ignore[attr-defined]
+        lines.append(
+            [
+                label,
+                str(s["trx_per_s_median"]),
+                str(s["over_single_applier_median"]),
+                str(s["over_mariadb_best_median"]),
+                str(s["over_old_process_pool_median"]),
+                "yes" if s["identical_tables_every_round"] else "NO",
+            ]
+        )
+    for key, m in peer["mariadb_summary"].items():  # type: ignore[attr-defined]
+        lines.append([f"MariaDB {key}", str(m["trx_per_s_median"]), "", "", "", ""])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    for line in lines:
+        print(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(line, widths, strict=True))
+            )
+        )
 
 
 def main() -> int:
@@ -133,27 +342,40 @@ def main() -> int:
         "--peer-rounds",
         type=int,
         default=2,
-        help="rounds of MariaDB, then relaydeck's single applier and process pool, on the full capture (default 2)",
+        help="rounds on the full capture, every configuration in each (default 2)",
     )
     parser.add_argument(
-        "--pool-workers",
+        "--mariadb-configs",
+        default="0:none 4:optimistic 4:conservative",
+        help="MariaDB's applier settings timed in each round, THREADS:MODE (default: 0:none 4:optimistic "
+        "4:conservative); the best of a round is what relaydeck is compared with",
+    )
+    parser.add_argument(
+        "--peer-workers", type=int, default=4, help="--workers of the parallel applier (default 4)"
+    )
+    parser.add_argument(
+        "--peer-types",
+        nargs="+",
+        choices=PARALLEL_TYPES,
+        default=list(PARALLEL_TYPES),
+        help="parallel types measured, each with commit order on and off (default: all three)",
+    )
+    parser.add_argument(
+        "--peer-pool",
+        choices=POOLS,
+        default="processes",
+        help="the preparing stage's executor (default processes)",
+    )
+    parser.add_argument(
+        "--baseline-checkout",
+        metavar="PATH",
+        help="another checkout of relaydeck (with its own .venv) whose process pool is timed in each round too",
+    )
+    parser.add_argument(
+        "--baseline-workers",
         type=int,
         default=os.cpu_count() or 2,
-        help="worker processes of the process pool measured in every round (default: the CPU count)",
-    )
-    parser.add_argument(
-        "--peer-parallel",
-        nargs="*",
-        type=_workers_and_type,
-        default=[
-            (2, "logical_clock", "threads"),
-            (4, "logical_clock", "threads"),
-            (4, "writeset", "threads"),
-            (4, "database", "threads"),
-        ],
-        metavar="N:TYPE[:POOL]",
-        help="parallel configurations measured once on the full capture (default 2:logical_clock "
-        "4:logical_clock 4:writeset 4:database, thread pool)",
+        help="workers of the baseline checkout's process pool (default: the CPU count)",
     )
     args = parser.parse_args()
 
@@ -175,83 +397,21 @@ def main() -> int:
         generated / "expected",
         1,
     )
-    results["generated_oltp_process_pool"] = measure(
-        f"generated oltp {args.size:g} MB, process pool of {args.pool_workers}",
+    options = ParallelOptions(workers=args.peer_workers, pool=args.peer_pool)
+    results["generated_oltp_parallel"] = measure(
+        f"generated oltp {args.size:g} MB, {args.peer_workers} workers, writeset, {args.peer_pool}",
         [ChannelSpec("", generated / "relay-bin.index")],
         generated / "expected",
         1,
-        ParallelOptions(workers=args.pool_workers, pool="processes"),
+        options,
     )
-    results["generated_oltp_process_pool_over_single_applier"] = round(
-        results["generated_oltp_process_pool"]["trx_per_s"] / results["generated_oltp"]["trx_per_s"],
-        2,  # type: ignore[index,operator]
+    results["generated_oltp_parallel_over_single_applier"] = ratio(
+        results["generated_oltp_parallel"]["trx_per_s"],  # type: ignore[index]
+        results["generated_oltp"]["trx_per_s"],  # type: ignore[index]
     )
     if args.peer:
-        lab = Path(args.peer_lab)
-        capture = peer_capture(lab)
-        channels = [
-            ChannelSpec("m1", capture / "relay-bin-m1.index"),
-            ChannelSpec("m2", capture / "relay-bin-m2.index"),
-        ]
-        name = "MariaDB 10.11 capture (full size, PROFILE=big)"
-        # Rounds alternate MariaDB and relaydeck on the same files, so that each ratio compares
-        # runs made under the same load of this shared machine.
-        rounds = []
-        for _ in range(args.peer_rounds):
-            mariadb = peer_apply(lab, "0:none 4:optimistic 4:conservative")
-            ours = measure(name, channels, lab / "expected", 1)
-            pool = ParallelOptions(workers=args.pool_workers, pool="processes")
-            pooled = measure(
-                f"{name}, process pool of {args.pool_workers}", channels, lab / "expected", 1, pool
-            )
-            best = max(mariadb.values(), key=lambda r: r["trx_per_s"])  # type: ignore[index]
-            rounds.append(
-                {
-                    "mariadb": mariadb,
-                    "relaydeck_single_applier": ours,
-                    "relaydeck_process_pool": pooled,
-                    "process_pool_workers": args.pool_workers,
-                    "process_pool_ratio_to_mariadb_best": round(pooled["trx_per_s"] / best["trx_per_s"], 2),  # type: ignore[index,operator]
-                    "process_pool_over_single_applier": round(pooled["trx_per_s"] / ours["trx_per_s"], 2),  # type: ignore[index,operator]
-                    "ratio_to_mariadb_single_threaded": round(
-                        ours["trx_per_s"] / mariadb["0:none"]["trx_per_s"], 2
-                    ),  # type: ignore[index,operator]
-                    "ratio_to_mariadb_best": round(ours["trx_per_s"] / best["trx_per_s"], 2),  # type: ignore[index,operator]
-                }
-            )
-            print(json.dumps(rounds[-1], indent=2))
-        mariadb_best = max(
-            (run for r in rounds for run in r["mariadb"].values()),  # type: ignore[attr-defined]
-            key=lambda run: run["trx_per_s"],
-        )
-        parallel = {}
-        for workers, kind, pool_kind in args.peer_parallel:
-            options = ParallelOptions(workers=workers, parallel_type=kind, pool=pool_kind)
-            parallel[f"{workers}:{kind}:{pool_kind}"] = measure(
-                f"{name}, {workers} workers, {kind}, {pool_kind}", channels, lab / "expected", 1, options
-            )
-        best_parallel = max(parallel.values(), key=lambda r: r["trx_per_s"], default=None)  # type: ignore[index,return-value]
-        results["peer"] = {
-            "rounds": rounds,
-            "ratio_to_mariadb_best_per_round": [r["ratio_to_mariadb_best"] for r in rounds],
-            "process_pool_ratio_to_mariadb_best_per_round": [
-                r["process_pool_ratio_to_mariadb_best"] for r in rounds
-            ],
-            "process_pool_over_single_applier_per_round": [
-                r["process_pool_over_single_applier"] for r in rounds
-            ],
-            "ratio_to_mariadb_best_median": round(
-                statistics.median(r["ratio_to_mariadb_best"] for r in rounds),
-                2,  # type: ignore[misc]
-            ),
-            "relaydeck_parallel": parallel,
-            "best_parallel_over_best_mariadb": round(
-                best_parallel["trx_per_s"] / mariadb_best["trx_per_s"], 2
-            )  # type: ignore[index,operator]
-            if best_parallel
-            else None,
-        }
-        print(json.dumps({k: v for k, v in results["peer"].items() if k != "rounds"}, indent=2))
+        results["peer"] = peer_rounds(args)
+        print_summary(results["peer"])  # type: ignore[arg-type]
     write_results("replay_throughput", results)
     return 0
 
