@@ -1,14 +1,15 @@
-"""Replay with the Spark worker pool against the thread pool, on the same generated relay log.
+"""Replay with the Spark pool against the process pool, on the same generated relay log.
 
     python benchmarks/spark_pool.py [--size MB] [--workers N] [--parallel-type TYPE] [--repeats N]
+                                    [--spark-master URL]
 
-Both pools run the multi-threaded applier with the same workers and scheduler; with the Spark
-pool the coordinator hands row decoding and writesets to Spark tasks (local[N] here) in batches,
-and the engine process applies and commits. Runs alternate (thread, Spark, thread, …) so the
-ratio is measured side by side. Each slave's tables are compared with the generator's oracle.
-Where the time goes with Spark is measured too: time inside the pool's prepare() calls (ship,
-decode in the tasks, ship back) against the whole run, and the Spark session's start-up.
-Figures are printed and written to benchmarks/results/spark_pool.json.
+Both runs are the parallel applier with the same workers and scheduler; only the preparing
+stage's executor differs: local processes, or Spark tasks (local[N], or the cluster given). Each
+run is a whole `relaydeck replay` in its own process, Spark's start-up included (the apply does
+not wait for it: local processes prepare until Spark is ready, and the run reports how many
+segments Spark prepared). Runs alternate (processes, Spark, processes, …) so the ratio is measured
+side by side. Each slave's tables are compared with the generator's oracle. Figures are printed
+and written to benchmarks/results/spark_pool.json.
 """
 
 from __future__ import annotations
@@ -16,143 +17,131 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
-from decode_throughput import ensure_relay_log  # noqa: E402
-from machine import measurement_header  # noqa: E402
+from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
+from machine import measurement_header, write_results  # noqa: E402
 
-from engine.applier.parallel import ParallelOptions  # noqa: E402
-from engine.replay import ChannelRun, ChannelSpec, RunSettings, relay_bytes  # noqa: E402
+from engine.replay import relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402
 
+# One run, in a process of its own (a Spark session belongs to its process): the replay, then
+# what the pool did, as one JSON line.
+_RUN = """
+import json, sys, time
+from pathlib import Path
+import engine.replay as replay
+from engine.applier.parallel import ParallelOptions
+slave, index, workers, kind, pool, master = sys.argv[1:7]
+made = []
+original = replay.make_executor
+def keep(*args, **kwargs):
+    made.append(original(*args, **kwargs))
+    return made[-1]
+replay.make_executor = keep
+options = ParallelOptions(int(workers), kind, pool=pool, spark_master=master or None)
+started = time.perf_counter()
+(outcome,) = replay.Replay(Path(slave), None, [replay.ChannelSpec("", Path(index))], parallel=options).run()
+seconds = time.perf_counter() - started
+assert outcome.error is None, outcome.error
+on_spark = getattr(made[0], "segments_done_on_spark", None) if made else None
+print(json.dumps({"seconds": seconds, "transactions": outcome.stats.transactions,
+                  "segments_on_spark": on_spark}))
+"""
 
-class TimedPreparer:
-    """Wraps a pool's preparer and adds up the time spent in it."""
 
-    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
-        self.inner = inner
-        self.seconds = 0.0
-        self.calls = 0
-        self.transactions = 0
-
-    def prepare(self, transactions, catalog):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        try:
-            return self.inner.prepare(transactions, catalog)
-        finally:
-            self.seconds += time.perf_counter() - started
-            self.calls += 1
-            self.transactions += len(transactions)
-
-
-def replay_once(index: Path, expected: Path, options: ParallelOptions, preparer) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def replay_once(index: Path, expected: Path, args: argparse.Namespace, pool: str) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="relaydeck-spark-bench-"))
     try:
-        slave = Slave(work / "slave.duckdb")
+        slave = work / "slave.duckdb"
+        command = [
+            sys.executable,
+            "-c",
+            _RUN,
+            str(slave),
+            str(index),
+            str(args.workers),
+            args.parallel_type,
+            pool,
+            args.spark_master or "",
+        ]
+        run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            raise SystemExit(f"{pool} run failed:\n{run.stderr[-3000:]}")
+        figures = json.loads(run.stdout.strip().splitlines()[-1])
+        database = Slave(slave)
         try:
-            run = ChannelRun(
-                slave, None, ChannelSpec("", index), RunSettings(parallel=options, preparer=preparer)
-            )
-            started = time.perf_counter()
-            run.start()
-            run.join()
-            seconds = time.perf_counter() - started
-            diffs = differences(slave, expected)
+            mismatches = differences(database, expected)
         finally:
-            slave.close()
-        error = run.outcome.error.one_line() if run.outcome.error else None
-        transactions = run.outcome.stats.transactions if run.outcome.stats else 0
-        return {
-            "seconds": round(seconds, 3),
-            "transactions": transactions,
-            "trx_per_s": round(transactions / seconds),
-            "error": error,
-            "identical_tables": not diffs and error is None,
-        }
+            database.close()
+        figures["identical_tables"] = not mismatches
+        figures["trx_per_s"] = round(figures["transactions"] / figures["seconds"])
+        return figures
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--size", type=float, default=200.0, help="generated relay log size, MB (default 200)"
-    )
-    parser.add_argument("--workload", default="oltp")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_relay_log_options(parser, "oltp")
+    parser.set_defaults(size=300.0)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument(
-        "--parallel-type", default="writeset", choices=("database", "logical_clock", "writeset")
-    )
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--spark-master", default=None)
+    parser.add_argument("--parallel-type", default="logical_clock")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--spark-master", default=None, help="a cluster URL (default: local mode)")
     args = parser.parse_args()
-
-    from engine.spark.decode import SparkRowDecoder
-    from engine.spark.session import spark_session
-
-    index = ensure_relay_log(args.workload, args.size, 1)
+    index = ensure_relay_log(args.workload, args.size, args.seed)
     expected = index.parent / "expected"
-    size = relay_bytes(ChannelSpec("", index))
-    threads = ParallelOptions(workers=args.workers, parallel_type=args.parallel_type)
-    spark = ParallelOptions(
-        workers=args.workers, parallel_type=args.parallel_type, pool="spark", spark_master=args.spark_master
-    )
-    started = time.perf_counter()
-    session = spark_session(args.spark_master, cores=args.workers)
-    spark_start = time.perf_counter() - started
-
-    runs: dict[str, list[dict[str, object]]] = {"threads": [], "spark": []}
-    prepare_share = []
+    rounds = []
     for _ in range(args.repeats):
-        runs["threads"].append(replay_once(index, expected, threads, None))
-        timed = TimedPreparer(SparkRowDecoder(session))
-        result = replay_once(index, expected, spark, timed)
-        result.update(
-            prepare_seconds=round(timed.seconds, 3),
-            prepare_calls=timed.calls,
-            prepared_transactions=timed.transactions,
+        started = time.monotonic()
+        processes = replay_once(index, expected, args, "processes")
+        spark = replay_once(index, expected, args, "spark")
+        rounds.append(
+            {
+                "processes": processes,
+                "spark": spark,
+                "spark_over_processes": round(spark["trx_per_s"] / processes["trx_per_s"], 2),  # type: ignore[operator]
+                "round_s": round(time.monotonic() - started, 1),
+            }
         )
-        prepare_share.append(timed.seconds / max(1e-9, float(result["seconds"])))  # type: ignore[arg-type]
-        runs["spark"].append(result)
-        for name in ("threads", "spark"):
-            r = runs[name][-1]
-            print(
-                f"{name:8} {r['transactions']} trx in {r['seconds']} s: {r['trx_per_s']} trx/s, identical={r['identical_tables']}"
-            )
-
-    best = {name: max(int(r["trx_per_s"]) for r in rs) for name, rs in runs.items()}  # type: ignore[call-overload]
-    ratio = round(best["spark"] / best["threads"], 3)
-    print(f"\nrelay log: {args.workload} {size / 1e6:.0f} MB, {args.workers} workers, {args.parallel_type}")
-    print(f"best: threads {best['threads']} trx/s, spark {best['spark']} trx/s, spark/threads {ratio}")
-    print(f"spark session start-up {spark_start:.1f} s (not in the run times)")
-    print(f"time inside the Spark pool's prepare(): {max(prepare_share) * 100:.0f}% of a Spark run")
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {
+        print(
+            f"processes {processes['trx_per_s']:>7} trx/s  spark {spark['trx_per_s']:>7} trx/s "
+            f"({spark['segments_on_spark']} segments on Spark)  ratio {rounds[-1]['spark_over_processes']}  "
+            f"identical tables: {processes['identical_tables'] and spark['identical_tables']}",
+            flush=True,
+        )
+    results = {
         **measurement_header(),
-        "relay_log": {"workload": args.workload, "bytes": size},
+        "log": {"workload": args.workload, "size_mb": args.size, "bytes": relay_bytes_of(index)},
         "workers": args.workers,
         "parallel_type": args.parallel_type,
-        "spark_session_start_s": round(spark_start, 1),
-        "runs": runs,
-        "best_trx_per_s": best,
-        "spark_over_threads": ratio,
-        "prepare_share_of_spark_run": [round(x, 3) for x in prepare_share],
-        "identical_tables": all(r["identical_tables"] for rs in runs.values() for r in rs),
+        "spark_master": args.spark_master or f"local[{args.workers}]",
+        "rounds": rounds,
+        "spark_over_processes_median": statistics.median(r["spark_over_processes"] for r in rounds),
+        "identical_tables": all(
+            r["processes"]["identical_tables"] and r["spark"]["identical_tables"] for r in rounds
+        ),  # type: ignore[index]
     }
-    (RESULTS / "spark_pool.json").write_text(json.dumps(out, indent=2) + "\n")
-    return 0 if out["identical_tables"] else 1
+    write_results("spark_pool", results)
+    print(f"median Spark / processes: {results['spark_over_processes_median']}")
+    return 0 if results["identical_tables"] else 1
+
+
+def relay_bytes_of(index: Path) -> int:
+    from engine.replay import ChannelSpec
+
+    return relay_bytes(ChannelSpec("", index))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
