@@ -20,11 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +38,7 @@ from engine.pool import Executor, ProcessExecutor  # noqa: E402
 from engine.pool.spark import SparkExecutor  # noqa: E402
 from engine.relaylog.index import read_index  # noqa: E402
 from engine.spark.session import stop_spark  # noqa: E402
+from engine.spark.standalone import standalone_cluster  # noqa: E402
 
 
 def _never(name: str, pos: int) -> Iterator[list[object]]:
@@ -71,59 +68,6 @@ def prepare_all(executor: Executor, index: Path, scale: int) -> dict[str, float 
                 transactions += 1
     seconds = time.perf_counter() - started
     return {"seconds": round(seconds, 3), "transactions": transactions, "row_changes": rows, "chunks": chunks}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for_port(port: int, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    raise RuntimeError(f"no Spark daemon on port {port}")
-
-
-@contextlib.contextmanager
-def standalone_cluster(cores: int) -> Iterator[str]:
-    """A master and one worker of `cores` cores, from the pyspark distribution, on 127.0.0.1."""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
-    work = Path(tempfile.mkdtemp(prefix="relaydeck-cluster-"))
-    port, worker_port = _free_port(), _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    daemons: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str, *args: str) -> None:
-        with open(work / f"{name}.log", "wb") as log:
-            daemons.append(
-                subprocess.Popen([str(home / "bin" / "spark-class"), *args], env=env, stdout=log, stderr=log)
-            )
-
-    try:
-        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-              "--webui-port", str(_free_port()))  # fmt: skip
-        _wait_for_port(port)
-        start("worker", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port",
-              str(worker_port), "--webui-port", str(_free_port()), "--cores", str(cores), "--memory", "2g",
-              "--work-dir", str(work / "work"), url)  # fmt: skip
-        _wait_for_port(worker_port)
-        yield url
-    finally:
-        for daemon in reversed(daemons):
-            daemon.terminate()
-        for daemon in daemons:
-            try:
-                daemon.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
 
 
 def started_spark(workers: int, master: str | None) -> tuple[SparkExecutor, float]:

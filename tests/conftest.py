@@ -37,13 +37,6 @@ def replay_argv(slave: Path, repo: Path, channel: str, *options: str) -> list[st
 @pytest.fixture(scope="session")
 def mariadb_source(tmp_path_factory):
     """A live MariaDB server with ROW binary logs, for the session (stopped at its end)."""
-    from tests.mariadb_server import ServerUnavailable, start_server
+    from tests.mariadb_server import server_for_tests
 
-    try:
-        server = start_server(tmp_path_factory.mktemp("mariadb"))
-    except ServerUnavailable as exc:
-        pytest.skip(f"no MariaDB server to replicate from: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from server_for_tests(tmp_path_factory.mktemp("mariadb"))

@@ -108,3 +108,18 @@ def _wait_for_port(process: subprocess.Popen, port: int, log: Path | None) -> No
                 process.kill()
                 raise ServerUnavailable("mariadbd did not accept connections within 60 s") from None
             time.sleep(0.2)
+
+
+def server_for_tests(folder):  # type: ignore[no-untyped-def]
+    """A started server for a pytest fixture to yield, stopped when the generator closes; the test
+    is skipped where no server can run here."""
+    import pytest
+
+    try:
+        server = start_server(folder)
+    except ServerUnavailable as exc:
+        pytest.skip(f"no MariaDB server to replicate from: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -27,16 +27,9 @@ from tests.test_receiver import (
 @pytest.fixture(scope="module")
 def restartable_source(tmp_path_factory):
     """A MariaDB server of this module's own, which its tests stop and start again."""
-    from tests.mariadb_server import ServerUnavailable, start_server
+    from tests.mariadb_server import server_for_tests
 
-    try:
-        server = start_server(tmp_path_factory.mktemp("restartable"))
-    except ServerUnavailable as exc:
-        pytest.skip(f"no MariaDB server to replicate from: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from server_for_tests(tmp_path_factory.mktemp("restartable"))
 
 
 def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -242,86 +241,30 @@ def test_any_other_failure_to_start_spark_is_a_clear_error_naming_the_master():
 # -- a standalone cluster -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the Spark daemon stopped: {log.read_text(errors='replace')[-2000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.5)
-    pytest.fail(f"the Spark daemon did not listen on {port}: {log.read_text(errors='replace')[-2000:]}")
-
-
 @pytest.fixture
 def standalone_cluster(tmp_path) -> Iterator[str]:
     """A Spark master and one worker (2 cores) from the pyspark distribution, on 127.0.0.1."""
-    home = _spark_home()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
-    port = _free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    started: list[subprocess.Popen[bytes]] = []
+    from engine.spark.standalone import standalone_cluster as cluster
 
-    def daemon(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
-        log = tmp_path / f"{name}.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                [str(home / "bin" / "spark-class"), *args], env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-        started.append(process)
-        return process, log
-
-    try:
-        master, master_log = daemon(
-            "master",
-            "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port()),
-        )  # fmt: skip
-        _wait_for_port(port, master, master_log)
-        worker_port = _free_port()
-        worker, worker_log = daemon(
-            "worker",
-            "org.apache.spark.deploy.worker.Worker",
-            "--host", "127.0.0.1", "--port", str(worker_port), "--webui-port", str(_free_port()),
-            "--cores", "2", "--memory", "2g", "--work-dir", str(tmp_path / "work"),
-            master_url,
-        )  # fmt: skip
-        _wait_for_port(worker_port, worker, worker_log)
-        yield master_url
-    finally:
-        for process in reversed(started):
-            process.terminate()
-        for process in started:
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with cluster(2, tmp_path) as url:
+        yield url
 
 
-def test_a_standalone_cluster_prepares_exactly_what_the_applier_prepares(standalone_cluster):
+def _run_this_module(*args: str) -> subprocess.CompletedProcess[str]:
+    """This module run as a program (a Spark session of its own, not the tests' local one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.test_spark_executor", standalone_cluster],
+    return subprocess.run(
+        [sys.executable, "-m", "tests.test_spark_executor", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
+
+
+def test_a_standalone_cluster_prepares_exactly_what_the_applier_prepares(standalone_cluster):
+    result = _run_this_module(standalone_cluster)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.startswith("segments prepared on the cluster: ")
     done, compiled = result.stdout.strip().removeprefix("segments prepared on the cluster: ").split(", ")
@@ -337,16 +280,8 @@ def test_a_replay_on_the_standalone_cluster_gives_the_sources_tables(standalone_
     spark://…`, Spark started first so that the cluster prepares every segment."""
     from .test_replay_oracle import assert_tables_equal, expected_tables
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
     slave = tmp_path / "slave.duckdb"
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.test_spark_executor", standalone_cluster, str(slave)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result = _run_this_module(standalone_cluster, str(slave))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert_tables_equal(slave, expected_tables())
     # every segment of both channels (at least one each) was prepared by the cluster's tasks

@@ -132,28 +132,12 @@ class PreparedRun:
             [x.commit_id for x in t],
             [x.databases for x in t],
         )
-        return (
-            columns,
-            self.tables,
-            self.row_changes,
-            self.operations,
-            self.gtids,
-            self.op_starts,
-            self.writesets,
-            self.writeset_version,
-        )
+        return (columns, *(getattr(self, name) for name in _RUN_STATE))
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        (
-            columns,
-            self.tables,
-            self.row_changes,
-            self.operations,
-            self.gtids,
-            self.op_starts,
-            self.writesets,
-            self.writeset_version,
-        ) = state
+        columns, *rest = state
+        for name, value in zip(_RUN_STATE, rest, strict=True):
+            setattr(self, name, value)
         gtid, start_file, start_pos, end_file, end_pos, *rest = columns
         starts = map(Position, start_file, start_pos)
         ends = map(Position, end_file, end_pos)
@@ -166,6 +150,10 @@ class PreparedRun:
     @property
     def end(self) -> Position:
         return self.transactions[-1].end
+
+
+# what a PreparedRun hands over as it is, beside its transactions' columns
+_RUN_STATE = ("tables", "row_changes", "operations", "gtids", "op_starts", "writesets", "writeset_version")
 
 
 @dataclass(slots=True)
