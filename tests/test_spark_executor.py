@@ -296,7 +296,18 @@ def _replay_on_cluster(master: str, slave: str) -> None:
 
     executor = SparkExecutor(2, master)
     assert executor.wait_started(600), "Spark did not start"
-    engine.replay.make_executor = lambda kind, workers, spark_master=None: executor  # type: ignore[assignment]
+
+    class Shared:
+        """The started executor for both channels; each channel's run closes its pool at its
+        end, the executor is closed here, after both."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(executor, name)
+
+        def close(self) -> None:
+            pass
+
+    engine.replay.make_executor = lambda kind, workers, spark_master=None: Shared()  # type: ignore[assignment]
     options = ParallelOptions(2, "writeset", pool="spark", spark_master=master)
     try:
         outcomes = engine.replay.Replay(Path(slave), None, list(CHANNELS), parallel=options).run()
