@@ -632,8 +632,11 @@ class ReplicaServer:
                 finished = not run.is_alive()  # read before publishing: its last state is then in
                 try:
                     run.publish(reader)
-                except RelaydeckError:
-                    continue  # the repository was busy; the next tick publishes again
+                except Exception:  # noqa: BLE001 - the publisher must outlive one bad tick
+                    # the repository was busy, or a channel's state changed under the reader:
+                    # the next tick publishes again (a publisher that died would freeze every
+                    # status reader at this moment)
+                    continue
                 if finished:
                     self._published_last.add(run)
         finally:
