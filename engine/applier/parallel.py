@@ -44,6 +44,7 @@ from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..gtids import ExecutedGtids
 from ..pool import EXECUTOR_KINDS, Executor, InProcessExecutor
+from ..pool.ahead import SEGMENTS_AHEAD_PER_WORKER
 from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CaughtUp
 from ..relaylog.index import RelayLogSet
@@ -361,7 +362,7 @@ class ParallelApplier:
         if self._keys is None:
             return None
         self._ahead_after_ddl += 1
-        if self._ahead_after_ddl > self.executor.workers * 2 + 1:
+        if self._ahead_after_ddl > self.executor.workers * SEGMENTS_AHEAD_PER_WORKER + 1:
             return None
         return self._ahead_after_ddl
 
