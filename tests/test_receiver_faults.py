@@ -39,6 +39,12 @@ def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None
         time.sleep(0.05)
 
 
+def applied_everything(replica: ReplicaServer, channel: str, server) -> bool:  # type: ignore[no-untyped-def]
+    """Everything the source logged was received and applied."""
+    status = io_status(replica, channel)
+    return status["Executed_Gtid_Set"] == status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+
+
 def io_status(replica: ReplicaServer, channel: str) -> dict:
     result = replica.execute(f"SHOW REPLICA STATUS FOR CHANNEL '{channel}'")
     return dict(zip(result.columns, result.rows[0], strict=True))
@@ -447,8 +453,7 @@ def test_source_use_gtid_receives_after_the_executed_gtids(mariadb_source, tmp_p
     replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
 
     def applied_all() -> bool:
-        status = io_status(replica, "gt")
-        return status["Executed_Gtid_Set"] == status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+        return applied_everything(replica, "gt", server)
 
     try:
         change_source(replica, "gt", server.host, server.port, server.repl_password, relay,
@@ -557,8 +562,7 @@ def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariad
     replica = ReplicaServer(tmp_path / "rx" / "slave.duckdb", tmp_path / "rx" / "repo.sqlite", follow=True)
 
     def applied_all() -> bool:
-        status = io_status(replica, "pg")
-        return status["Executed_Gtid_Set"] == status["Retrieved_Gtid_Set"] == gtid_binlog_pos(server)
+        return applied_everything(replica, "pg", server)
 
     try:
         change_source(replica, "pg", server.host, server.port, server.repl_password, relay,
