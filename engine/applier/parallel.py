@@ -35,10 +35,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 
 import duckdb
+import numpy as np
 
 from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
@@ -93,6 +94,9 @@ RUN_LENGTH = 2000
 # one DuckDB commit per handful of transactions would cost more than the parallelism gains.
 GATHER_MIN = 1000
 GATHER_WAIT_S = 0.2
+# A queue is still growing when one of the coordinator's last RECENT_PER_WORKER x workers
+# transactions went to it (DATABASE spreads consecutive transactions over the partitions' workers).
+RECENT_PER_WORKER = 16
 CONFLICT_RETRIES = 10
 
 
@@ -273,6 +277,11 @@ class ParallelApplier:
         # A worker never combines more than the batch limit: longer runs would only serialize.
         self._run_length = max(1, min(RUN_LENGTH, self.limits.transactions))
         self._gather_min = max(1, min(GATHER_MIN, self.limits.transactions))
+        # Whether a batch takes the next ordinal along from another worker's queue (_queue_holding).
+        # Not for DATABASE without commit order: each worker applies its partitions' transactions,
+        # which are ordered only by the queue they share, and consecutive ordinals are mostly
+        # other databases, applied side by side on other workers.
+        self._takes_along = options.preserve_commit_order or options.parallel_type != "database"
         self._ramp = BatchRamp(self.limits)  # batches start small at a start (see BatchRamp)
         if options.schedule is not None and self.progress.transactions != 0:
             raise ChannelError(
@@ -429,7 +438,6 @@ class ParallelApplier:
     def _schedule_run(self, run: PreparedRun) -> None:
         """Schedule every transaction of a prepared run (those applied before are skipped). A run
         on a table the slave does not take set-based is read again and goes the ordinary way."""
-        catalog = self.slave.catalog
         if not self._takes_set_based(run):
             self.stats.runs_read_again += 1
             for item in self._read_run(run):
@@ -443,17 +451,7 @@ class ParallelApplier:
         applied_before = run.gtids.any_in(self._scheduled)
         keys = self._keys
         writesets = run.writesets if keys is not None else None
-        if keys is not None and self._hashed_with_other_keys(run, keys):
-            # hashed with keys the slave no longer has (a DDL came between): hashed again here,
-            # from the relay log, with the keys it has now (only the runs in flight at a DDL)
-            again = self._read_run(run)
-            if len(again) == len(run.transactions):
-                writesets = []
-                for txn in again:
-                    hashes, _ = transaction_writeset(txn, catalog)
-                    writesets.append(tuple(hashes) if hashes else None)
-            else:
-                writesets = None  # cannot happen with an unchanged relay log: in order, then
+        stale = self._hashed_with_other_keys(run, keys) if writesets is not None else ()
         for index, txn in enumerate(run.transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # a run holds thousands: STOP waits for what was assigned, not for the run
@@ -461,18 +459,35 @@ class ParallelApplier:
                 self.stats.skipped += 1
                 self._clock.skipped(txn, self._gaq.next_ordinal - 1)  # type: ignore[arg-type]
                 continue
-            hashes = writesets[index] if writesets is not None else None
+            hashes = writesets[index] if writesets is not None and index not in stale else None
             self._schedule(txn, prepared=(run, index), hashes=hashes)
 
-    def _hashed_with_other_keys(self, run: PreparedRun, keys: WritesetKeys) -> bool:
-        """Whether the run's writesets were hashed with keys other than the slave's now for one
-        of its tables (a DDL came between; one on other tables changes nothing here)."""
+    def _hashed_with_other_keys(self, run: PreparedRun, keys: WritesetKeys) -> Collection[int]:
+        """The run's transactions whose writesets were hashed with keys other than the slave's now
+        (a DDL came between while the run was prepared; one on other tables changes nothing).
+
+        They are scheduled as MySQL schedules a transaction without a writeset: after their
+        predecessor, opening a new window. Hashing them again here would put the preparing
+        stage's work back on the coordinator (measured: a sixth of the coordinator's time on the
+        MariaDB capture, whose first segments are prepared before its CREATE TABLEs are applied).
+        """
         if run.writeset_version == keys.version:
-            return False
+            return ()
         hashed_with = self._keys_of_version.get(run.writeset_version)  # type: ignore[arg-type]
-        if hashed_with is None:
-            return True
-        return any(hashed_with.of(t.schema, t.table) != keys.of(t.schema, t.table) for t in run.tables)
+        changed = [
+            ops
+            for ops in run.tables
+            if hashed_with is None or hashed_with.of(ops.schema, ops.table) != keys.of(ops.schema, ops.table)
+        ]
+        if not changed:
+            return ()
+        if len(changed) == len(run.tables):
+            return range(len(run.transactions))
+        starts = np.asarray(run.op_starts[: len(run.transactions)])
+        touching = np.concatenate(
+            [np.searchsorted(starts, ops.seq_array(), side="right") - 1 for ops in changed]
+        )
+        return set(np.unique(touching).tolist())
 
     def _takes_set_based(self, run: PreparedRun) -> bool:
         """Whether the slave holds every table of the run set-based (a primary key, the columns
@@ -803,9 +818,11 @@ class ParallelApplier:
             rows = head.txn.row_events
             if not head.alone:
                 while len(batch) < cap and rows < self.limits.row_changes:
-                    source = queue
-                    if options.preserve_commit_order:
-                        source = self._queue_holding(batch[-1].ordinal + 1, worker)
+                    # the next ordinal first, wherever it is queued: one commit for a chain of
+                    # dependent transactions that the scheduler spread over several workers
+                    source = self._queue_holding(batch[-1].ordinal + 1, worker) if self._takes_along else None
+                    if source is None and not options.preserve_commit_order:
+                        source = queue
                     if not source:
                         break
                     job = source[0]
@@ -836,10 +853,12 @@ class ParallelApplier:
         return covered
 
     def _queue_holding(self, ordinal: int, worker: _Worker) -> deque[Job] | None:
-        """With commit order preserved, a batch may only hold consecutive ordinals. The next one
-        may sit at the head of another worker's queue: taking it along (it is applied after its
-        predecessor in the same DuckDB transaction, as the single applier would) keeps batches
-        large when the scheduler spreads consecutive transactions over workers (DATABASE)."""
+        """The queue whose head is `ordinal`, if any. With commit order preserved a batch may
+        only hold consecutive ordinals, and without it a dependent chain is best applied in one
+        go; the next one may sit at the head of another worker's queue: taking it along (it is
+        applied after its predecessor in the same DuckDB transaction, as the single applier
+        would) keeps batches large when the scheduler spreads consecutive transactions over
+        workers (DATABASE, and every clock's runs of dependent transactions)."""
         if worker.queue and worker.queue[0].ordinal == ordinal:
             return worker.queue
         try:
@@ -870,10 +889,12 @@ class ParallelApplier:
         return count
 
     def _may_grow(self, queue: deque[Job]) -> bool:
-        """Whether waiting could make the batch at the head of the queue larger: the coordinator's
-        newest transaction went to this queue (more may follow) and, with commit order preserved,
-        the queue holds consecutive ordinals."""
-        if self._coordinator_waiting or self._caught_up or queue[-1].ordinal != self._gaq.next_ordinal - 1:
+        """Whether waiting could make the batch at the head of the queue larger: one of the
+        coordinator's newest transactions went to this queue (more may follow: the run it gives
+        this worker, or the databases this worker holds) and, with commit order preserved, the
+        queue holds consecutive ordinals."""
+        recent = self._gaq.next_ordinal - 1 - RECENT_PER_WORKER * len(self._workers)
+        if self._coordinator_waiting or self._caught_up or queue[-1].ordinal <= recent:
             return False
         return (
             not self.options.preserve_commit_order or queue[-1].ordinal - queue[0].ordinal == len(queue) - 1
