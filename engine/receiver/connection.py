@@ -12,6 +12,10 @@ checks the source's certificate as far as asked: against SOURCE_SSL_CA/CAPATH wh
 ssl-mode VERIFY_CA), and its host name too with SOURCE_SSL_VERIFY_SERVER_CERT = 1
 (VERIFY_IDENTITY); with neither it encrypts without checking (REQUIRED). Every TLS failure is
 MySQL's 2026, "SSL connection error: ...", a connection error retried like the others.
+
+Authentication is PyMySQL's, in whatever method the source's account asks for: mysql_native_password,
+MariaDB's client_ed25519 (with PyNaCl, a dependency), caching_sha2_password (its full exchange over
+TLS, or RSA with the cryptography package). A method it cannot use is 2059.
 """
 
 from __future__ import annotations
