@@ -182,14 +182,17 @@ def test_the_certificate_is_checked_as_far_as_asked(tls_source, other_ca, host, 
         assert TLS_PASSWORD not in caught.value.message
 
 
-def test_source_ssl_0_stays_in_the_clear_where_tls_is_offered(tls_source):
-    conn = connect(
-        SourceAccount("127.0.0.1", tls_source.port, "repl", tls_source.repl_password), read_timeout=10
-    )
+@pytest.mark.parametrize(
+    ("tls", "encrypted"),
+    [(SourceTls(False), False), (None, True)],  # SOURCE_SSL = 0; `relaydeck receive`: PyMySQL's default
+)
+def test_source_ssl_0_stays_in_the_clear_where_tls_is_offered(tls_source, tls, encrypted):
+    account = SourceAccount("127.0.0.1", tls_source.port, "repl", tls_source.repl_password, tls)
+    conn = connect(account, read_timeout=10)
     try:
         with conn.cursor() as cur:
             cur.execute("SHOW STATUS LIKE 'Ssl_version'")
-            assert cur.fetchone()[1] == ""
+            assert cur.fetchone()[1].startswith("TLSv1.") == encrypted
     finally:
         conn.close()
 

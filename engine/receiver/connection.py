@@ -6,12 +6,14 @@ the source shut down, a stalled connection noticed by the heartbeat, and any fai
 wrong passwords included) is retried per SOURCE_CONNECT_RETRY / SOURCE_RETRY_COUNT; the source
 refusing the dump (a purged binlog, 1236) is fatal at once.
 
-TLS follows MySQL's replica (SOURCE_SSL and its options, SourceTls): SOURCE_SSL = 0 never encrypts,
-even where the source offers it (PyMySQL alone would); SOURCE_SSL = 1 requires encryption and
-checks the source's certificate as far as asked: against SOURCE_SSL_CA/CAPATH when given (MySQL's
+A channel's TLS follows MySQL's replica (SOURCE_SSL and its options, SourceTls): SOURCE_SSL = 0
+never encrypts, even where the source offers it; SOURCE_SSL = 1 requires encryption and checks
+the source's certificate as far as asked: against SOURCE_SSL_CA/CAPATH when given (MySQL's
 ssl-mode VERIFY_CA), and its host name too with SOURCE_SSL_VERIFY_SERVER_CERT = 1
 (VERIFY_IDENTITY); with neither it encrypts without checking (REQUIRED). Every TLS failure is
-MySQL's 2026, "SSL connection error: ...", a connection error retried like the others.
+MySQL's 2026, "SSL connection error: ...", a connection error retried like the others. An account
+without TLS settings (`relaydeck receive`'s) keeps PyMySQL's default: TLS when the source offers
+it, the certificate unchecked.
 
 Authentication is PyMySQL's, in whatever method the source's account asks for: mysql_native_password,
 MariaDB's client_ed25519 (with PyNaCl, a dependency), caching_sha2_password (its full exchange over
@@ -105,7 +107,7 @@ class SourceAccount:
     port: int
     user: str
     password: str = ""
-    tls: SourceTls = SourceTls()
+    tls: SourceTls | None = None  # None: PyMySQL's default, TLS when the source offers it, unchecked
 
     def __repr__(self) -> str:  # the password never shows
         return f"SourceAccount({self.user}@{self.host}:{self.port})"
@@ -122,7 +124,12 @@ class SourceAccount:
 def connect(account: SourceAccount, *, read_timeout: float | None):
     """A PyMySQL connection whose reads give up after read_timeout seconds of silence; a
     ConnectionLost (with MySQL's number: 2003, 2005, 1045, …) when it cannot be had."""
-    tls = {"ssl": account.tls.context()} if account.tls.enabled else {"ssl_disabled": True}
+    if account.tls is None:
+        tls = {}
+    elif account.tls.enabled:
+        tls = {"ssl": account.tls.context()}  # an SSLContext: PyMySQL requires TLS (2026 without)
+    else:
+        tls = {"ssl_disabled": True}
     try:
         return pymysql.connect(
             host=account.host,
@@ -133,7 +140,7 @@ def connect(account: SourceAccount, *, read_timeout: float | None):
             connect_timeout=10,
             read_timeout=read_timeout,
             write_timeout=read_timeout,
-            **tls,  # an SSLContext: PyMySQL requires TLS (2026 from a source without it)
+            **tls,
         )
     except pymysql.err.MySQLError as exc:
         errno, message = _numbered(exc, account)
