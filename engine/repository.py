@@ -565,6 +565,14 @@ class ChannelStatus:
     last_io_error_number: int = 0  # Last_IO_Errno
     last_io_error_message: str = ""  # Last_IO_Error
     last_io_error_timestamp: str = ZERO_TIMESTAMP  # Last_IO_Error_Timestamp
+    # the receiver's TLS (CHANGE REPLICATION SOURCE TO SOURCE_SSL…), as SHOW REPLICA STATUS names them
+    source_ssl_allowed: bool = False  # Source_SSL_Allowed: SOURCE_SSL
+    source_ssl_ca_file: str = ""  # Source_SSL_CA_File
+    source_ssl_ca_path: str = ""  # Source_SSL_CA_Path
+    source_ssl_cert: str = ""  # Source_SSL_Cert
+    source_ssl_cipher: str = ""  # Source_SSL_Cipher
+    source_ssl_key: str = ""  # Source_SSL_Key
+    source_ssl_verify_server_cert: bool = False  # Source_SSL_Verify_Server_Cert
 
     @property
     def replica_sql_running(self) -> str:
@@ -603,9 +611,16 @@ class ChannelStatus:
             "Last_SQL_Errno": self.last_error_number,
             "Last_SQL_Error": self.last_error_message,
             "Exec_Source_Log_Pos": self.exec_source_log_pos,
+            "Source_SSL_Allowed": "Yes" if self.source_ssl_allowed else "No",
+            "Source_SSL_CA_File": self.source_ssl_ca_file,
+            "Source_SSL_CA_Path": self.source_ssl_ca_path,
+            "Source_SSL_Cert": self.source_ssl_cert,
+            "Source_SSL_Cipher": self.source_ssl_cipher,
+            "Source_SSL_Key": self.source_ssl_key,
             "Seconds_Behind_Source": (
                 None if self.seconds_behind_source is None else int(self.seconds_behind_source)
             ),
+            "Source_SSL_Verify_Server_Cert": "Yes" if self.source_ssl_verify_server_cert else "No",
             "SQL_Delay": self.sql_delay,
             "Last_IO_Error_Timestamp": _error_timestamp(self.last_io_error_timestamp),
             "Last_SQL_Error_Timestamp": _error_timestamp(self.last_error_timestamp),
@@ -703,6 +718,13 @@ def _channel_status(
         last_io_error_number=connection.get("LAST_ERROR_NUMBER") or 0,
         last_io_error_message=connection.get("LAST_ERROR_MESSAGE") or "",
         last_io_error_timestamp=connection.get("LAST_ERROR_TIMESTAMP") or ZERO_TIMESTAMP,
+        source_ssl_allowed=bool(mi.get("Enabled_ssl")),
+        source_ssl_ca_file=mi.get("Ssl_ca") or "",
+        source_ssl_ca_path=mi.get("Ssl_capath") or "",
+        source_ssl_cert=mi.get("Ssl_cert") or "",
+        source_ssl_cipher=mi.get("Ssl_cipher") or "",
+        source_ssl_key=mi.get("Ssl_key") or "",
+        source_ssl_verify_server_cert=bool(mi.get("Ssl_verify_server_cert")),
     )
 
 

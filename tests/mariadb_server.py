@@ -11,6 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class ServerUnavailable(Exception):
@@ -28,6 +29,7 @@ class MariaDBServer:
     repl_password: str = ""
     command: tuple[str, ...] = ()
     log: Path | None = None
+    tls: Any = None  # the TlsFiles it was started with (tests/tls_certificates.py), None without TLS
 
     def connect(self, **options):
         import pymysql
@@ -58,9 +60,11 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(base: Path | None = None, password: str = "secret") -> MariaDBServer:
+def start_server(base: Path | None = None, password: str = "secret", *, tls=None,  # type: ignore[no-untyped-def]
+                 extra_options: tuple[str, ...] = ()) -> MariaDBServer:  # fmt: skip
     """The server, its root without a password (for the tests' own writes) and a replication user
-    'repl' with `password`."""
+    'repl' with `password`. tls: a CA, certificate and key (tests/tls_certificates.py's TlsFiles)
+    for a server that offers TLS; extra_options: more mariadbd options."""
     mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin:/usr/local/sbin")
     install_db = shutil.which("mariadb-install-db")
     if mariadbd is None or install_db is None:
@@ -81,6 +85,9 @@ def start_server(base: Path | None = None, password: str = "secret") -> MariaDBS
         "--log-bin=source-bin", "--binlog-format=ROW", "--server-id=1", "--skip-name-resolve",
         "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4",
     )  # fmt: skip
+    if tls is not None:
+        command += (f"--ssl-ca={tls.ca}", f"--ssl-cert={tls.cert}", f"--ssl-key={tls.key}")
+    command += tuple(extra_options)
     with open(base / "mariadbd.err", "wb") as log:  # the server's stderr for its lifetime
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     _wait_for_port(process, port, base / "mariadbd.err")
@@ -88,6 +95,7 @@ def start_server(base: Path | None = None, password: str = "secret") -> MariaDBS
         "127.0.0.1", port, "root", "", datadir, process, command=command, log=base / "mariadbd.err"
     )
     server.repl_password = password
+    server.tls = tls
     with server.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE USER 'repl'@'%%' IDENTIFIED BY %s", (password,))
         cur.execute("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'repl'@'%'")
@@ -110,13 +118,13 @@ def _wait_for_port(process: subprocess.Popen, port: int, log: Path | None) -> No
             time.sleep(0.2)
 
 
-def server_for_tests(folder):  # type: ignore[no-untyped-def]
+def server_for_tests(folder, **options):  # type: ignore[no-untyped-def]
     """A started server for a pytest fixture to yield, stopped when the generator closes; the test
-    is skipped where no server can run here."""
+    is skipped where no server can run here. options: start_server's."""
     import pytest
 
     try:
-        server = start_server(folder)
+        server = start_server(folder, **options)
     except ServerUnavailable as exc:
         pytest.skip(f"no MariaDB server to replicate from: {exc}")
     try:

@@ -5,11 +5,26 @@ A replica's IO thread tells two kinds of failure apart: the connection went away
 the source shut down, a stalled connection noticed by the heartbeat, and any failure to connect,
 wrong passwords included) is retried per SOURCE_CONNECT_RETRY / SOURCE_RETRY_COUNT; the source
 refusing the dump (a purged binlog, 1236) is fatal at once.
+
+A channel's TLS follows MySQL's replica (SOURCE_SSL and its options, SourceTls): SOURCE_SSL = 0
+never encrypts, even where the source offers it; SOURCE_SSL = 1 requires encryption and checks
+the source's certificate as far as asked: against SOURCE_SSL_CA/CAPATH when given (MySQL's
+ssl-mode VERIFY_CA), and its host name too with SOURCE_SSL_VERIFY_SERVER_CERT = 1
+(VERIFY_IDENTITY); with neither it encrypts without checking (REQUIRED). Every TLS failure is
+MySQL's 2026, "SSL connection error: ...", a connection error retried like the others. An account
+without TLS settings (`relaydeck receive`'s) keeps PyMySQL's default: TLS when the source offers
+it, the certificate unchecked.
+
+Authentication is PyMySQL's, in whatever method the source's account asks for: mysql_native_password,
+MariaDB's client_ed25519 (with PyNaCl, a dependency), caching_sha2_password (its full exchange over
+TLS, or RSA with the cryptography package). A method it cannot use is 2059.
 """
 
 from __future__ import annotations
 
+import re
 import socket
+import ssl
 from dataclasses import dataclass
 
 import pymysql
@@ -21,6 +36,7 @@ ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 CR_UNKNOWN_HOST = 2005
 CR_CONN_HOST_ERROR = 2003
 CR_SERVER_LOST = 2013
+CR_SSL_CONNECTION_ERROR = 2026
 CR_AUTH_PLUGIN_CANNOT_LOAD = 2059
 
 # Server errors that mean the connection, not the request, failed: too many connections, server
@@ -39,11 +55,59 @@ class ConnectionLost(ReceiverError):
 
 
 @dataclass(frozen=True)
+class SourceTls:
+    """SOURCE_SSL and its options, as master_info keeps them (paths and a cipher list; '' = not
+    given)."""
+
+    enabled: bool = False  # SOURCE_SSL
+    ca: str = ""  # SOURCE_SSL_CA
+    capath: str = ""  # SOURCE_SSL_CAPATH
+    cert: str = ""  # SOURCE_SSL_CERT
+    key: str = ""  # SOURCE_SSL_KEY
+    cipher: str = ""  # SOURCE_SSL_CIPHER (TLS 1.2 ciphers; TLS 1.3's suites are OpenSSL's defaults)
+    verify_server_cert: bool = False  # SOURCE_SSL_VERIFY_SERVER_CERT
+
+    def context(self) -> ssl.SSLContext:
+        """The client context for this channel; ConnectionLost (2026) when a file or the cipher
+        list cannot be used."""
+        try:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = self.verify_server_cert
+            if self.ca or self.capath:
+                context.load_verify_locations(cafile=self.ca or None, capath=self.capath or None)
+            elif self.verify_server_cert:
+                context.load_default_certs()  # asked to verify with no CA: the system's own
+            else:
+                context.verify_mode = ssl.CERT_NONE
+            if self.cert:
+                context.load_cert_chain(self.cert, keyfile=self.key or None)
+            elif self.key:
+                raise ValueError("SOURCE_SSL_KEY is given without SOURCE_SSL_CERT")
+            if self.cipher:
+                context.set_ciphers(self.cipher)
+        except ssl.SSLError as exc:
+            raise ConnectionLost(CR_SSL_CONNECTION_ERROR, _ssl_message(exc, self._given())) from None
+        except OSError as exc:  # a file missing or unreadable
+            raise ConnectionLost(
+                CR_SSL_CONNECTION_ERROR, f"SSL connection error: {exc.strerror} ({self._given()})"
+            ) from None
+        except ValueError as exc:
+            raise ConnectionLost(CR_SSL_CONNECTION_ERROR, f"SSL connection error: {exc}") from None
+        return context
+
+    def _given(self) -> str:
+        named = [("SOURCE_SSL_CA", self.ca), ("SOURCE_SSL_CAPATH", self.capath), ("SOURCE_SSL_CERT", self.cert),
+                 ("SOURCE_SSL_KEY", self.key), ("SOURCE_SSL_CIPHER", self.cipher)]  # fmt: skip
+        return ", ".join(f"{option} = '{value}'" for option, value in named if value)
+
+
+@dataclass(frozen=True)
 class SourceAccount:
     host: str
     port: int
     user: str
     password: str = ""
+    tls: SourceTls | None = None  # None: PyMySQL's default, TLS when the source offers it, unchecked
 
     def __repr__(self) -> str:  # the password never shows
         return f"SourceAccount({self.user}@{self.host}:{self.port})"
@@ -60,6 +124,12 @@ class SourceAccount:
 def connect(account: SourceAccount, *, read_timeout: float | None):
     """A PyMySQL connection whose reads give up after read_timeout seconds of silence; a
     ConnectionLost (with MySQL's number: 2003, 2005, 1045, …) when it cannot be had."""
+    if account.tls is None:
+        tls = {}
+    elif account.tls.enabled:
+        tls = {"ssl": account.tls.context()}  # an SSLContext: PyMySQL requires TLS (2026 without)
+    else:
+        tls = {"ssl_disabled": True}
     try:
         return pymysql.connect(
             host=account.host,
@@ -70,6 +140,7 @@ def connect(account: SourceAccount, *, read_timeout: float | None):
             connect_timeout=10,
             read_timeout=read_timeout,
             write_timeout=read_timeout,
+            **tls,
         )
     except pymysql.err.MySQLError as exc:
         errno, message = _numbered(exc, account)
@@ -103,4 +174,19 @@ def _numbered(exc: Exception, account: SourceAccount) -> tuple[int, str]:
     cause = getattr(exc, "original_exception", None)
     if isinstance(cause, socket.gaierror):
         errno, message = CR_UNKNOWN_HOST, f"Unknown MySQL server host '{account.host}' ({cause.errno})"
+    elif isinstance(cause, ssl.SSLError):  # the handshake: a certificate refused, no common cipher
+        errno, message = CR_SSL_CONNECTION_ERROR, _ssl_message(cause)
+    elif errno == CR_SSL_CONNECTION_ERROR and not message.startswith("SSL connection error"):
+        message = f"SSL connection error: {message}"  # PyMySQL's: the source does not offer TLS
     return errno, account.scrub(message)
+
+
+def _ssl_message(exc: ssl.SSLError, given: str = "") -> str:
+    """MySQL's 2026 text from an ssl error: OpenSSL's reason, without Python's '[SSL: …]' tag and
+    source line."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        reason = f"certificate verify failed: {exc.verify_message}"
+    else:
+        text = str(exc.args[1] if len(exc.args) > 1 else exc.args[0] if exc.args else exc)
+        reason = re.sub(r"^\[[^\]]*\]\s*|\s*\(_ssl\.c:\d+\)$", "", text)
+    return f"SSL connection error: {reason}" + (f" ({given})" if given else "")

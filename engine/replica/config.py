@@ -24,6 +24,11 @@
     source_connect_retry = 60
     source_retry_count = 86400
     source_heartbeat_period = 30
+    source_ssl = true                        # TLS (or 1); MySQL's SOURCE_SSL_* options:
+    source_ssl_ca = "tls/ca.pem"             #   checks the source's certificate against this CA
+    source_ssl_verify_server_cert = true     #   and its host name
+    source_ssl_cert = "tls/client-cert.pem"  # a client certificate, for a user REQUIRE X509
+    source_ssl_key = "tls/client-key.pem"
 
 Each channel table becomes CHANGE REPLICATION SOURCE TO … FOR CHANNEL, and [variables] SET
 GLOBAL, executed when the server starts: the file and the statements are one path, and a
@@ -38,7 +43,7 @@ from pathlib import Path
 
 from ..errors import RelaydeckError
 from .commands import Assignment, ChangeSource, SetVariables, Value
-from .server import CHANGE_OPTIONS
+from .server import CHANGE_OPTIONS, FLAG_OPTIONS, PATH_OPTIONS
 
 _PATH_OPTIONS = {"RELAY_LOG_INDEX", "RELAY_LOG"}
 # Positions belong to the running replica (CHANGE … RELAY_LOG_FILE by hand), not to a file read
@@ -118,7 +123,9 @@ def parse_config(data: dict, base: Path, path: Path | None) -> ServeConfig:
             if option not in CHANGE_OPTIONS or option in _NOT_IN_FILE:
                 raise ConfigError(f"{where}: unknown option {key!r}")
             value = _value(f"{where}.{key}", raw)
-            if option in _PATH_OPTIONS:
+            if option in FLAG_OPTIONS and isinstance(raw, bool):
+                value = Value("int", str(int(raw)))
+            if option in _PATH_OPTIONS or (option in PATH_OPTIONS and value.text):
                 value = Value("string", str((base / value.text).expanduser()))
             options.append((option, value))
         if not any(o in _PATH_OPTIONS for o, _ in options):

@@ -1,6 +1,7 @@
 """START REPLICA IO_THREAD: a channel's receiver run in a thread of the replica server.
 
-It connects with master_info's SOURCE_HOST, SOURCE_PORT, SOURCE_USER and SOURCE_PASSWORD, writes
+It connects with master_info's SOURCE_HOST, SOURCE_PORT, SOURCE_USER and SOURCE_PASSWORD (over TLS
+as SOURCE_SSL and its options ask, engine/receiver/connection.py), writes
 into the channel's relay logs (RELAY_LOG's folder and base name), starts where the receiver last
 recorded its position, else at SOURCE_LOG_FILE/SOURCE_LOG_POS, else after what the relay logs
 hold or at the source's first binary log. It reconnects per SOURCE_CONNECT_RETRY and
@@ -53,7 +54,7 @@ class ReceiverRun(threading.Thread):
 
         mi = self.repository.master_info(self.channel) or {}
         account = SourceAccount(mi.get("Host") or "", mi.get("Port") or 3306, mi.get("User_name") or "",
-                                mi.get("User_password") or "")  # fmt: skip
+                                mi.get("User_password") or "", source_tls(mi))  # fmt: skip
         directory, base = relay_base(self.index, self.channel) or (self.index.parent, "")
         start = gtid_start = None
         if mi.get("Using_gtid", "No") != "No":
@@ -92,6 +93,21 @@ class ReceiverRun(threading.Thread):
                 f"The receiver stopped on an unforeseen error: {type(exc).__name__}: {exc}"
             )
             self.repository.record_io_error(self.channel, ER_UNKNOWN_ERROR, message)
+
+
+def source_tls(mi: dict):  # type: ignore[no-untyped-def]
+    """SOURCE_SSL and its options from master_info's columns."""
+    from ..receiver.connection import SourceTls
+
+    return SourceTls(
+        enabled=bool(mi.get("Enabled_ssl")),
+        ca=mi.get("Ssl_ca") or "",
+        capath=mi.get("Ssl_capath") or "",
+        cert=mi.get("Ssl_cert") or "",
+        key=mi.get("Ssl_key") or "",
+        cipher=mi.get("Ssl_cipher") or "",
+        verify_server_cert=bool(mi.get("Ssl_verify_server_cert")),
+    )
 
 
 def relay_log_purge(repository: Repository) -> bool:

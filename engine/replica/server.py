@@ -85,7 +85,19 @@ _MASTER_INFO_OPTIONS = {
     "SOURCE_AUTO_POSITION": ("Enabled_auto_position", "bool01"),
     "SOURCE_BIND": ("Bind", "string"),
     "SOURCE_PASSWORD": ("User_password", "string"),  # in the 0600 repository; never shown
+    # TLS, as MySQL's replica uses them (engine/receiver/connection.py)
+    "SOURCE_SSL": ("Enabled_ssl", "bool01"),
+    "SOURCE_SSL_CA": ("Ssl_ca", "path"),
+    "SOURCE_SSL_CAPATH": ("Ssl_capath", "path"),
+    "SOURCE_SSL_CERT": ("Ssl_cert", "path"),
+    "SOURCE_SSL_KEY": ("Ssl_key", "path"),
+    "SOURCE_SSL_CIPHER": ("Ssl_cipher", "string"),
+    "SOURCE_SSL_VERIFY_SERVER_CERT": ("Ssl_verify_server_cert", "bool01"),
 }
+# The options that are 0 or 1 (a configuration file may write them true or false)
+FLAG_OPTIONS = {option for option, (_, kind) in _MASTER_INFO_OPTIONS.items() if kind == "bool01"}
+# The options that name a file or a folder (a configuration file's are relative to it)
+PATH_OPTIONS = {option for option, (_, kind) in _MASTER_INFO_OPTIONS.items() if kind == "path"}
 # SOURCE_USE_GTID as MariaDB shows it (Using_Gtid); REPLICA_POS is MariaDB 11's word for SLAVE_POS
 _USE_GTID = {"SLAVE_POS": "Slave_Pos", "REPLICA_POS": "Slave_Pos", "CURRENT_POS": "Current_Pos", "NO": "No"}
 MAX_HEARTBEAT_PERIOD = 4294967  # seconds
@@ -706,6 +718,9 @@ def _relay_log_index(repository: Repository, name: str) -> str:
 def _option_value(option: str, value: Value, kind: str) -> Any:
     if kind == "string":
         return value.as_text()
+    if kind == "path":  # the receiver may run from another folder: kept absolute; '' = none
+        text = value.as_text()
+        return str(Path(text).expanduser().absolute()) if text else ""
     if kind == "use_gtid":
         choice = _USE_GTID.get(value.as_text().upper()) if value.kind in ("word", "string") else None
         if choice is None:
