@@ -646,6 +646,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_receive_parser(sub)
 
+    from console.clone_cli import add_parser as add_clone_parser
+
+    add_clone_parser(sub)
+
     rec = sub.add_parser(
         "recovery",
         help="show what the next start recovers after a parallel applier stopped (changes nothing)",
