@@ -1,10 +1,16 @@
-"""GTID sets as DBAs write them: MySQL's 'uuid[:tag]:1-5:7' and MariaDB's 'domain-server-seq' lists."""
+"""GTID sets as DBAs write them: MySQL's 'uuid[:tag]:1-5:7' and MariaDB's 'domain-server-seq' lists,
+and MySQL's binary form of a set (COM_BINLOG_DUMP_GTID, Previous_gtids): the number of sids, then per
+sid its 16-byte UUID, the number of intervals and each interval as [start, end) int64 pairs."""
 
 from __future__ import annotations
 
 import re
+import struct
+import uuid as uuid_module
 from dataclasses import dataclass
 
+_U64 = struct.Struct("<Q")
+_INTERVAL = struct.Struct("<qq")  # [start, end) as MySQL writes them: signed 64-bit
 _MARIA_GTID_LIST = re.compile(r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|")
 
 
@@ -80,6 +86,57 @@ class GtidSet:
 
     def is_empty(self) -> bool:
         return not any(self._intervals.values())
+
+    def update(self, other: GtidSet) -> GtidSet:
+        """This set united with `other` (in place); itself."""
+        for sid, ranges in other._intervals.items():
+            for start, end in ranges:
+                self.add_range(sid, start, end)
+        return self
+
+    def one_line(self) -> str:
+        """'uuid:1-5:7,uuid2:1-3': the set as master_info and SHOW REPLICA STATUS's JSON keep it."""
+        return str(self).replace(",\n", ",")
+
+    def encode(self) -> bytes:
+        """MySQL's binary form, as COM_BINLOG_DUMP_GTID carries it (untagged sets only: a tagged
+        GTID needs 8.3's tagged form, which no source asks of a replica that has none)."""
+        sids = [sid for sid in sorted(self._intervals) if self._intervals[sid]]
+        tagged = [str(sid) for sid in sids if sid.tag]
+        if tagged:
+            raise ValueError(f"tagged GTIDs cannot be sent in the untagged form: {', '.join(tagged)}")
+        out = [_U64.pack(len(sids))]
+        for sid in sids:
+            out.append(uuid_module.UUID(sid.uuid).bytes)
+            ranges = self._intervals[sid]
+            out.append(_U64.pack(len(ranges)))
+            out.extend(_INTERVAL.pack(lo, hi + 1) for lo, hi in ranges)  # the end is exclusive
+        return b"".join(out)
+
+    @classmethod
+    def decode(cls, data: bytes) -> GtidSet:
+        """The set from MySQL's binary (untagged) form; ValueError when `data` is not one."""
+        if len(data) < 8:
+            raise ValueError(f"a GTID set needs 8 bytes at least, not {len(data)}")
+        (count,) = _U64.unpack_from(data, 0)
+        pos, result = 8, cls()
+        for _ in range(count):
+            if pos + 24 > len(data):
+                raise ValueError(f"the GTID set ends inside its source {_ + 1} of {count}")
+            sid = Sid(str(uuid_module.UUID(bytes=data[pos : pos + 16])))
+            (n_intervals,) = _U64.unpack_from(data, pos + 16)
+            pos += 24
+            if pos + 16 * n_intervals > len(data):
+                raise ValueError(f"the GTID set claims {n_intervals} intervals for {sid}, past its end")
+            for _ in range(n_intervals):
+                start, end = _INTERVAL.unpack_from(data, pos)
+                pos += 16
+                if not 0 < start < end:
+                    raise ValueError(f"the GTID set has an empty interval [{start}, {end}) for {sid}")
+                result.add_range(sid, start, end - 1)
+        if pos != len(data):
+            raise ValueError(f"{len(data) - pos} bytes follow the GTID set")
+        return result
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, GtidSet) and self.intervals() == other.intervals()

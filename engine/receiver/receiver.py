@@ -1,10 +1,15 @@
 """One channel's receiver: connect as a replica, ask for the binary log, write relay logs.
 
-The connection and its authentication are PyMySQL's; only the dump is spoken here: the session
-variables a MariaDB replica sets (checksums as the source writes them, its GTID capability,
-the heartbeat period), COM_REGISTER_SLAVE, then COM_BINLOG_DUMP from a file and position, whose
-answer is one packet per event (0x00 then the event), an EOF at the end of the binary logs when
-the dump does not block, or an error.
+The connection and its authentication are PyMySQL's; only the dump is spoken here. The source's
+version string (the handshake's) tells MySQL from MariaDB, and each gets the session a replica of
+its own kind sets up: MariaDB's (checksums as the source writes them, its GTID capability, the
+heartbeat period), or MySQL 8.4's (its clock and server id, the heartbeat period under both names,
+the checksum, GTID_MODE, SERVER_UUID and the replica's UUID, in the order its IO thread asks).
+Then COM_REGISTER_SLAVE, then COM_BINLOG_DUMP from a file and position, or with SOURCE_AUTO_POSITION
+MySQL's COM_BINLOG_DUMP_GTID with the GTIDs the replica has (its Retrieved_Gtid_Set united with
+the ones it executed, as a MySQL replica sends them): the source sends the transactions outside
+that set. The answer is one packet per event (0x00 then the event), an EOF at the end of the
+binary logs when the dump does not block, or an error.
 
 With a repository, the position reached is recorded in its master_info (with the
 Retrieved_Gtid_Set and where the relay logs end for it) at most every RECORD_INTERVAL seconds and at
@@ -33,6 +38,7 @@ import re
 import socket
 import struct
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +50,7 @@ import pymysql
 from ..binlog.constants import BINLOG_MAGIC, COMMON_HEADER_LEN, EventType
 from ..binlog.events import HEADER
 from ..binlog.events.control import fde_has_checksum_byte
+from ..gtids import ExecutedGtids, GtidSet
 from . import io_state
 from .connection import CR_SERVER_LOST, ConnectionLost, ReceiverError, SourceAccount, connect, source_error
 from .relay_files import RelayLogFiles
@@ -56,7 +63,9 @@ __all__ = ["ReceiveResult", "ReceiverError", "ReceiverSettings", "SourceAccount"
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
+COM_BINLOG_DUMP_GTID = 0x1E
 BINLOG_DUMP_NON_BLOCK = 1
+BINLOG_THROUGH_GTID = 4  # COM_BINLOG_DUMP_GTID: the GTID set follows the position
 MARIA_SLAVE_CAPABILITY_GTID = 4
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
 RECORD_INTERVAL = 0.2  # seconds between two recordings of the position: one fsync and one commit each
@@ -68,6 +77,8 @@ NET_TIMEOUT = 60.0  # replica_net_timeout: the dead-connection limit when heartb
 
 ER_SLAVE_RELAY_LOG_WRITE_FAILURE = 1595
 ER_NETWORK_READ_EVENT_CHECKSUM_FAILURE = 1743
+ER_REPLICA_FATAL_ERROR = 1593
+ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 
 _ROTATE = int(EventType.ROTATE)
 _FDE = int(EventType.FORMAT_DESCRIPTION)
@@ -203,6 +214,7 @@ def receive(
     *,
     start: SourcePosition | None = None,
     gtid_start: str | None = None,
+    auto_position: str | None = None,
     until_caught_up: bool = True,
     stop_after: float | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -211,7 +223,10 @@ def receive(
 ) -> ReceiveResult:
     """Receive into the channel's relay logs until the source has sent all it has (until_caught_up)
     or for `stop_after` seconds or until should_stop() says so, stopping between transactions;
-    reconnecting per the settings. on_retry hears of each failed connection attempt that is retried."""
+    reconnecting per the settings. on_retry hears of each failed connection attempt that is retried.
+
+    gtid_start: MariaDB's GTID positioning (SOURCE_USE_GTID), after those GTIDs. auto_position:
+    MySQL's (SOURCE_AUTO_POSITION = 1), with the GTID set the replica executed ('' for none)."""
     try:
         files = RelayLogFiles(
             settings.relay_dir, settings.channel, settings.server_id, settings.max_relay_log_size,
@@ -220,6 +235,8 @@ def receive(
     except OSError as exc:
         raise _write_failure(exc, settings.relay_dir) from None
     receiver = _Receiver(account, settings, files, repository, should_stop, on_retry)
+    if auto_position is not None:
+        receiver.executed_mysql = ExecutedGtids.parse(auto_position).mysql
     if stop_after is not None:
         receiver.deadline = time.monotonic() + stop_after
     return receiver.run(start, gtid_start, until_caught_up)
@@ -253,6 +270,7 @@ class _Receiver:
         self.events = 0
         self.reconnects = 0
         self.phase = "registration"  # where a lost connection was lost: registration, dump, read
+        self.executed_mysql: GtidSet | None = None  # SOURCE_AUTO_POSITION: the replica's gtid_executed
 
     # -- the whole run ----------------------------------------------------------------------------
 
@@ -322,8 +340,8 @@ class _Receiver:
     ) -> tuple[SourcePosition, str | None]:
         files, repository = self.files, self.repository
         recorded = None if repository is None else repository.received(self.settings.channel)
-        if gtid_start is not None:
-            # MariaDB's GTID dump: the source finds the binlog itself and names it (artificial Rotate).
+        if gtid_start is not None or self.executed_mysql is not None:
+            # A GTID dump: the source finds the binlog itself and names it (artificial Rotate).
             # It goes on after what the relay logs already hold, so nothing is received twice.
             if resume_recorded(files, recorded) is not None:
                 held = recorded["retrieved_gtid_set"]  # type: ignore[index]
@@ -333,6 +351,8 @@ class _Receiver:
                 resume_position(files, in_relay_logs)
                 held = in_relay_logs.retrieved_gtid_set()
             self.tracker.load_retrieved(held)
+            if gtid_start is None:
+                return SourcePosition("", 4), None  # MySQL's: the set is made at each dump
             return SourcePosition("", 4), later_gtids(gtid_start, held)
         if start is not None:
             cut_partial_tail(files)
@@ -539,9 +559,19 @@ class _Receiver:
     def _dump(self, conn, start: SourcePosition, gtid_start: str | None, *, non_blocking: bool) -> bool:
         self.phase = "registration"
         self._state("ON", io_state.REGISTERING)
-        return _dump(
-            conn, self.settings, start, gtid_start, non_blocking=non_blocking, requesting=self._requesting
-        )
+        dump_gtids = None
+        if self.executed_mysql is not None:
+            # what a MySQL replica asks with: its Retrieved_Gtid_Set united with its gtid_executed
+            dump_gtids = GtidSet().update(self.tracker.retrieved_mysql).update(self.executed_mysql)
+        try:
+            return _dump(
+                conn, self.settings, start, gtid_start, dump_gtids,
+                non_blocking=non_blocking, requesting=self._requesting,
+            )  # fmt: skip
+        except pymysql.err.MySQLError as exc:
+            raise self._lost_or_fatal(exc) from None
+        except ValueError as exc:  # a GTID set that MySQL's untagged form cannot carry
+            raise ReceiverError(ER_REPLICA_FATAL_ERROR, f"COM_BINLOG_DUMP_GTID: {exc}") from None
 
     def _requesting(self) -> None:
         self.phase = "dump"
@@ -576,30 +606,47 @@ def _write_failure(exc: OSError, where: Path) -> ReceiverError:
     )
 
 
+def source_is_mariadb(conn) -> bool:
+    """Whether the source is MariaDB, from the version string of its handshake."""
+    version = conn.server_version
+    if isinstance(version, bytes):
+        version = version.decode("ascii", "replace")
+    return "mariadb" in (version or "").lower()
+
+
+def replica_uuid(settings: ReceiverSettings) -> str:
+    """The replica's server UUID, as a MySQL source hears it (@replica_uuid): the same for a channel
+    at each connection, so that the source ends a dump this replica left behind."""
+    return str(uuid.uuid5(uuid.NAMESPACE_OID, f"relaydeck:{settings.server_id}:{settings.channel}"))
+
+
 def _dump(
     conn,
     settings: ReceiverSettings,
     start: SourcePosition,
     gtid_start: str | None,
+    dump_gtids: GtidSet | None,
     *,
     non_blocking: bool,
     requesting: Callable[[], None],
 ) -> bool:
-    """The session a MariaDB replica sets up, COM_REGISTER_SLAVE, then COM_BINLOG_DUMP; whether
-    the events come with checksums. With gtid_start (MariaDB's 'domain-server-seq,…'), the dump
-    begins after those GTIDs, as CHANGE MASTER … MASTER_USE_GTID asks for it."""
-    with conn.cursor() as cur:
+    """The session a replica of the source's kind sets up, COM_REGISTER_SLAVE, then the dump;
+    whether the events come with checksums. With gtid_start (MariaDB's 'domain-server-seq,…'), the
+    dump begins after those GTIDs, as CHANGE MASTER … MASTER_USE_GTID asks for it; with dump_gtids
+    (SOURCE_AUTO_POSITION), MySQL's COM_BINLOG_DUMP_GTID sends what is outside that set."""
+    if source_is_mariadb(conn):
+        if dump_gtids is not None:
+            # MariaDB has no @@GLOBAL.GTID_MODE: a MySQL replica takes that as GTID_MODE = OFF
+            raise ReceiverError(ER_REPLICA_FATAL_ERROR, _auto_position_refused("OFF"))
+        checksum = _mariadb_session(conn, settings, gtid_start)
+    else:
         if gtid_start is not None:
-            cur.execute("SET @slave_connect_state = %s", (gtid_start,))
-            cur.execute("SET @slave_gtid_strict_mode = 1")
-            cur.execute("SET @slave_gtid_ignore_duplicates = 0")
-        # the events come with the checksums the source's binlog holds (CRC32 by default)
-        cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-        cur.execute("SELECT @master_binlog_checksum")
-        checksum = str(cur.fetchone()[0]).upper() == "CRC32"
-        cur.execute(f"SET @mariadb_slave_capability = {MARIA_SLAVE_CAPABILITY_GTID}")
-        # nanoseconds; asked often enough that STOP is heard within POLL_INTERVAL
-        cur.execute(f"SET @master_heartbeat_period = {int(settings.heartbeat_asked * 1e9)}")
+            raise ReceiverError(
+                ER_REPLICA_FATAL_ERROR,
+                f"SOURCE_USE_GTID is MariaDB's GTID positioning and the source is MySQL "
+                f"{_version(conn)}: use SOURCE_AUTO_POSITION = 1",
+            )
+        checksum = _mysql_session(conn, settings, auto_position=dump_gtids is not None)
     host = socket.gethostname().encode()[:255]
     register = (
         struct.pack("<I", settings.server_id)
@@ -612,6 +659,75 @@ def _dump(
     conn._read_ok_packet()
     requesting()
     flags = BINLOG_DUMP_NON_BLOCK if non_blocking else 0
+    if dump_gtids is not None:
+        encoded = dump_gtids.encode()
+        conn._execute_command(
+            COM_BINLOG_DUMP_GTID,
+            struct.pack("<HII", flags | BINLOG_THROUGH_GTID, settings.server_id, 0)  # no file name
+            + struct.pack("<QI", 4, len(encoded))
+            + encoded,
+        )
+        return checksum
     name = start.file.encode()
     conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", start.pos, flags, settings.server_id) + name)
     return checksum
+
+
+def _mariadb_session(conn, settings: ReceiverSettings, gtid_start: str | None) -> bool:
+    with conn.cursor() as cur:
+        if gtid_start is not None:
+            cur.execute("SET @slave_connect_state = %s", (gtid_start,))
+            cur.execute("SET @slave_gtid_strict_mode = 1")
+            cur.execute("SET @slave_gtid_ignore_duplicates = 0")
+        # the events come with the checksums the source's binlog holds (CRC32 by default)
+        cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+        cur.execute("SELECT @master_binlog_checksum")
+        checksum = str(cur.fetchone()[0]).upper() == "CRC32"
+        cur.execute(f"SET @mariadb_slave_capability = {MARIA_SLAVE_CAPABILITY_GTID}")
+        # nanoseconds; asked often enough that STOP is heard within POLL_INTERVAL
+        cur.execute(f"SET @master_heartbeat_period = {int(settings.heartbeat_asked * 1e9)}")
+    return checksum
+
+
+def _mysql_session(conn, settings: ReceiverSettings, *, auto_position: bool) -> bool:
+    """MySQL 8.4's IO thread's queries (get_source_version_and_clock, get_source_uuid,
+    io_thread_init_commands), in its order; whether the events come with CRC32 checksums."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT UNIX_TIMESTAMP()")
+        cur.fetchall()
+        cur.execute("SELECT @@GLOBAL.SERVER_ID")
+        cur.fetchall()
+        period = int(settings.heartbeat_asked * 1e9)
+        cur.execute(f"SET @master_heartbeat_period = {period}, @source_heartbeat_period = {period}")
+        cur.execute(
+            "SET @master_binlog_checksum = @@global.binlog_checksum, "
+            "@source_binlog_checksum = @@global.binlog_checksum"
+        )
+        cur.execute("SELECT @source_binlog_checksum")
+        checksum = str(cur.fetchone()[0]).upper() == "CRC32"
+        try:
+            cur.execute("SELECT @@GLOBAL.GTID_MODE")
+            gtid_mode = str(cur.fetchone()[0]).upper()
+        except pymysql.err.MySQLError as exc:
+            if not exc.args or exc.args[0] != ER_UNKNOWN_SYSTEM_VARIABLE:
+                raise
+            gtid_mode = "OFF"  # a source older than GTIDs
+        if auto_position and gtid_mode != "ON":
+            raise ReceiverError(ER_REPLICA_FATAL_ERROR, _auto_position_refused(gtid_mode))
+        cur.execute("SELECT @@GLOBAL.SERVER_UUID")
+        cur.fetchall()
+        own = replica_uuid(settings)
+        cur.execute(f"SET @slave_uuid = '{own}', @replica_uuid = '{own}'")
+    return checksum
+
+
+def _auto_position_refused(gtid_mode: str) -> str:
+    return (
+        "The replication receiver thread cannot start in AUTO_POSITION mode: the source has "
+        f"GTID_MODE = {gtid_mode} instead of ON."
+    )
+
+
+def _version(conn) -> str:
+    version = conn.server_version
+    return version.decode("ascii", "replace") if isinstance(version, bytes) else str(version)

@@ -4,7 +4,8 @@ It connects with master_info's SOURCE_HOST, SOURCE_PORT, SOURCE_USER and SOURCE_
 as SOURCE_SSL and its options ask, engine/receiver/connection.py), writes
 into the channel's relay logs (RELAY_LOG's folder and base name), starts where the receiver last
 recorded its position, else at SOURCE_LOG_FILE/SOURCE_LOG_POS, else after what the relay logs
-hold or at the source's first binary log. It reconnects per SOURCE_CONNECT_RETRY and
+hold or at the source's first binary log. With SOURCE_AUTO_POSITION = 1 (MySQL) or SOURCE_USE_GTID
+(MariaDB) the source finds where to start from the GTIDs the channel received and applied. It reconnects per SOURCE_CONNECT_RETRY and
 SOURCE_RETRY_COUNT, and takes silence for twice SOURCE_HEARTBEAT_PERIOD as a dead connection. Its
 errors go to Last_IO_Errno/Last_IO_Error.
 """
@@ -45,7 +46,7 @@ class ReceiverRun(threading.Thread):
         self.channel = channel
         self.index = index
         self.follow = follow
-        self.executed_gtids = executed_gtids  # the slave's, for SOURCE_USE_GTID
+        self.executed_gtids = executed_gtids  # the slave's, for SOURCE_USE_GTID / SOURCE_AUTO_POSITION
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -56,8 +57,12 @@ class ReceiverRun(threading.Thread):
         account = SourceAccount(mi.get("Host") or "", mi.get("Port") or 3306, mi.get("User_name") or "",
                                 mi.get("User_password") or "", source_tls(mi))  # fmt: skip
         directory, base = relay_base(self.index, self.channel) or (self.index.parent, "")
-        start = gtid_start = None
-        if mi.get("Using_gtid", "No") != "No":
+        start = gtid_start = auto_position = None
+        if mi.get("Enabled_auto_position"):
+            # MySQL's SOURCE_AUTO_POSITION: the receiver asks with its Retrieved_Gtid_Set united
+            # with the GTIDs the channel applied
+            auto_position = self.executed_gtids
+        elif mi.get("Using_gtid", "No") != "No":
             # MariaDB's slave_pos: after the GTIDs the channel applied (receive() goes on after what
             # the relay logs hold when they hold more). With no binary log of its own, a replica's
             # current_pos is the same.
@@ -80,6 +85,7 @@ class ReceiverRun(threading.Thread):
                 ),
                 start=start,
                 gtid_start=gtid_start,
+                auto_position=auto_position,
                 until_caught_up=not self.follow,
                 should_stop=self.stop.is_set,
                 repository=self.repository,

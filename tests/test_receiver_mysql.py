@@ -1,0 +1,228 @@
+"""The receiver against a MySQL 8.4 source: a scripted one (tests/mysql_scripted_server.py, written
+from the protocol documentation; MySQL 8's server cannot be installed here) that serves two real
+MySQL 8.0 binary logs with GTIDs from fixtures/public-binlogs: caching_sha2_password, the session
+a MySQL replica sets up, COM_BINLOG_DUMP_GTID with the replica's GTID set, and the relay logs that
+come of it replayed into the same tables as the binary logs themselves."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from console.cli import main
+from engine.gtids import GtidSet
+from engine.receiver.receiver import ReceiverError, ReceiverSettings, SourceAccount, receive
+from engine.repository import Repository
+from tests.conftest import PUBLIC, replay_argv
+from tests.mysql_scripted_server import ScriptedMySQL, read_binlog
+from tests.relay_logs import RelayLogBuilder
+
+ENUMS = "93e95066-a2f4-11ec-9b69-9657f0ae95e2"  # rmc/mysql-enum-string-set.000001 (8.0.28): :1-5
+BITS = "fbda2ad0-7c46-11ec-ae30-4ef7efc81a2a"  # rmc/mysql_type_bit.000001 (8.0.26): :1-3
+ALL_GTIDS = [f"{ENUMS}:{n}" for n in range(1, 6)] + [f"{BITS}:{n}" for n in range(1, 4)]
+# What MySQL 8.4's IO thread asks of its source (sql/rpl_replica.cc: get_source_version_and_clock,
+# get_source_uuid, io_thread_init_commands), after PyMySQL's own SET NAMES
+MYSQL_REPLICA_QUERIES = [
+    "SET NAMES utf8mb4",
+    "SELECT UNIX_TIMESTAMP()",
+    "SELECT @@GLOBAL.SERVER_ID",
+    "SET @master_heartbeat_period = 1000000000, @source_heartbeat_period = 1000000000",
+    "SET @master_binlog_checksum = @@global.binlog_checksum, @source_binlog_checksum = @@global.binlog_checksum",
+    "SELECT @source_binlog_checksum",
+    "SELECT @@GLOBAL.GTID_MODE",
+    "SELECT @@GLOBAL.SERVER_UUID",
+]
+
+
+def source_binlogs():
+    return [
+        read_binlog(PUBLIC / "rmc" / "mysql-enum-string-set.000001", "binlog.000001"),
+        read_binlog(PUBLIC / "rmc" / "mysql_type_bit.000001", "binlog.000002"),
+    ]
+
+
+@pytest.fixture
+def mysql_source():
+    server = ScriptedMySQL(source_binlogs())
+    yield server
+    server.stop()
+    assert not server.errors, server.errors
+
+
+def account(server: ScriptedMySQL, password: str | None = None) -> SourceAccount:
+    return SourceAccount(
+        server.host, server.port, server.user, server.password if password is None else password
+    )
+
+
+def receive_gtids(server, relay_dir: Path, repository=None, *, executed: str = "", **settings):
+    password = settings.pop("password", None)
+    return receive(
+        account(server, password),
+        ReceiverSettings("live", relay_dir, **{"retry_count": 1, "connect_retry": 0.1, **settings}),
+        auto_position=executed,
+        repository=repository,
+    )
+
+
+def replay(tmp_path: Path, name: str, index: Path) -> dict[str, list[tuple]]:
+    """The index replayed into a new slave (after a channel that creates the `mysql` database the
+    binlogs' tables live in: the source had it from its start); every table's rows."""
+    slave, repo = tmp_path / f"{name}.duckdb", tmp_path / f"{name}.sqlite"
+    boot = RelayLogBuilder(tmp_path / f"{name}-boot")
+    boot.ddl("CREATE DATABASE mysql")
+    for channel, path in (("boot", boot.close()), ("live", index)):
+        done = subprocess.run(replay_argv(slave, repo, f"{channel}={path}"), capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(slave), read_only=True) as conn:
+        tables = conn.sql(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE schema_name NOT LIKE '\\_\\_%' ESCAPE '\\'"
+        ).fetchall()
+        return {
+            f"{schema}.{table}": sorted(conn.sql(f'SELECT * FROM "{schema}"."{table}"').fetchall(), key=repr)
+            for schema, table in tables
+        }
+
+
+def binlogs_replayed(tmp_path: Path) -> dict[str, list[tuple]]:
+    """The source's binary logs replayed straight from their files."""
+    folder = tmp_path / "binlogs"
+    folder.mkdir()
+    for name, source in (
+        ("binlog.000001", "mysql-enum-string-set.000001"),
+        ("binlog.000002", "mysql_type_bit.000001"),
+    ):
+        (folder / name).write_bytes((PUBLIC / "rmc" / source).read_bytes())
+    (folder / "binlog.index").write_text("./binlog.000001\n./binlog.000002\n")
+    return replay(tmp_path, "direct", folder / "binlog.index")
+
+
+def relay_gtids(index: Path) -> list[str]:
+    out = io.StringIO()
+    assert main(["events", "--json", str(index)], out=out) == 0
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    return [e["info"].split("'")[1] for e in events if e["event_type"] == "Gtid"]
+
+
+def test_replication_from_a_mysql_source_gives_the_tables_of_its_binlogs(mysql_source, tmp_path):
+    repository = Repository(tmp_path / "repo.sqlite")
+    result = receive_gtids(mysql_source, tmp_path / "relay", repository)
+
+    assert result.caught_up
+    assert mysql_source.auth_paths == ["full"]  # caching_sha2_password, its cache cold: RSA
+    assert mysql_source.queries[: len(MYSQL_REPLICA_QUERIES)] == MYSQL_REPLICA_QUERIES
+    assert mysql_source.queries[-1].startswith("SET @slave_uuid = '")
+    assert mysql_source.registered == [2]
+    (request,) = mysql_source.dump_sets
+    assert request.flags & 4 and request.file == "" and request.pos == 4  # BINLOG_THROUGH_GTID
+    assert request.gtids.is_empty()
+    assert mysql_source.sent_gtids == ALL_GTIDS
+    received = repository.received("live")
+    assert received["retrieved_gtid_set"] == f"{ENUMS}:1-5,{BITS}:1-3"
+    assert (received["Master_log_name"], received["Master_log_pos"]) == ("binlog.000002", 1001)
+
+    received_tables = replay(tmp_path, "received", result.index_file)
+    assert received_tables == binlogs_replayed(tmp_path)
+    assert len(received_tables["mysql.foo"]) == 1 and "mysql.t" in received_tables
+
+
+def test_the_relay_logs_hold_the_mysql_events_and_both_readers_read_them(mysql_source, tmp_path):
+    result = receive_gtids(mysql_source, tmp_path / "relay")
+    assert relay_gtids(result.index_file) == ALL_GTIDS
+
+    listing = subprocess.run(["mariadb-binlog", *map(str, result.relay_files)], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert listing.returncode == 0, listing.stderr
+    # MariaDB's reader knows MySQL's GTID events as ignorable ones, and reads on past them
+    assert listing.stdout.count("Ignorable event type 33 (MySQL Gtid)") == len(ALL_GTIDS)
+    assert "server v 8.0.28" in listing.stdout and "server v 8.0.26" in listing.stdout
+    assert "Rotate to binlog.000002" in listing.stdout and "Rotate to relay-bin-live.000002" in listing.stdout
+    assert listing.stdout.count("table id ") >= 4 and "COMMIT" in listing.stdout
+
+
+def test_a_restart_asks_with_the_gtids_it_has_and_gets_only_the_rest(mysql_source, tmp_path):
+    """The source first holds three transactions; after a restart the receiver asks with what it
+    received (united with what the replica executed) and the source sends the rest, once."""
+    complete = mysql_source.binlogs
+    mysql_source.binlogs = [complete[0].cut(3)]
+    repository = Repository(tmp_path / "repo.sqlite")
+    executed_elsewhere = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-7"
+    first = receive_gtids(mysql_source, tmp_path / "relay", repository, executed=executed_elsewhere)
+    assert first.caught_up and mysql_source.sent_gtids == ALL_GTIDS[:3]
+    assert repository.received("live")["retrieved_gtid_set"] == f"{ENUMS}:1-3"
+
+    mysql_source.binlogs = complete  # the source wrote on meanwhile
+    second = receive_gtids(mysql_source, tmp_path / "relay", Repository(tmp_path / "repo.sqlite"),
+                           executed=executed_elsewhere)  # fmt: skip
+    assert second.caught_up
+    assert mysql_source.auth_paths == ["full", "fast"]  # the second login found the account cached
+    assert mysql_source.dump_sets[1].gtids == GtidSet.parse(f"{ENUMS}:1-3,{executed_elsewhere}")
+    assert mysql_source.sent_gtids == ALL_GTIDS  # the first three once, then only the rest
+    assert relay_gtids(second.index_file) == ALL_GTIDS  # no gap, nothing twice
+    assert Repository(tmp_path / "repo.sqlite").received("live")["retrieved_gtid_set"] == (
+        f"{ENUMS}:1-5,{BITS}:1-3"
+    )
+    assert replay(tmp_path, "received", second.index_file) == binlogs_replayed(tmp_path)
+
+
+def test_a_connection_lost_inside_a_transaction_resumes_with_the_whole_ones(mysql_source, tmp_path):
+    """The source goes away after four transactions and the GTID event of the fifth: the receiver
+    connects again and asks with the four; the fifth comes whole, nothing twice."""
+    mysql_source.drop_dump_after = 4
+    result = receive_gtids(mysql_source, tmp_path / "relay", Repository(tmp_path / "repo.sqlite"))
+    assert result.caught_up and result.reconnects == 1
+    assert mysql_source.auth_paths == ["full", "fast"]
+    assert [str(r.gtids) for r in mysql_source.dump_sets] == ["", f"{ENUMS}:1-4"]
+    assert mysql_source.sent_gtids == ALL_GTIDS
+    assert replay(tmp_path, "received", result.index_file) == binlogs_replayed(tmp_path)
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["full-auth", "fast-auth"])
+def test_a_wrong_password_over_caching_sha2_is_error_1045(mysql_source, tmp_path, cached):
+    if cached:
+        receive_gtids(mysql_source, tmp_path / "first")  # the account is in the source's cache now
+    repository = Repository(tmp_path / "repo.sqlite")
+    with pytest.raises(ReceiverError) as caught:
+        receive_gtids(mysql_source, tmp_path / "relay", repository, password="not-the-password")
+    assert caught.value.errno == 1045
+    assert mysql_source.auth_paths[-1] == ("refused (fast)" if cached else "refused (full)")
+    (status,) = repository.status("live")
+    assert status.last_io_error_number == 1045
+    assert "Access denied for user 'repl'" in status.last_io_error_message
+    assert "not-the-password" not in status.last_io_error_message
+
+
+def test_auto_position_against_a_source_without_gtid_mode_on_is_refused(tmp_path):
+    server = ScriptedMySQL(source_binlogs(), gtid_mode="OFF")
+    try:
+        with pytest.raises(ReceiverError) as caught:
+            receive_gtids(server, tmp_path / "relay", Repository(tmp_path / "repo.sqlite"))
+    finally:
+        server.stop()
+    assert caught.value.errno == 1593  # ER_REPLICA_FATAL_ERROR, as MySQL's IO thread reports it
+    assert caught.value.message == (
+        "The replication receiver thread cannot start in AUTO_POSITION mode: the source has "
+        "GTID_MODE = OFF instead of ON."
+    )
+    assert server.dump_sets == [] and server.registered == []
+
+
+def test_a_gtid_set_in_mysqls_binary_form_round_trips_and_bad_bytes_are_refused():
+    gtids = GtidSet.parse(f"{ENUMS}:1-5:7:9-12,{BITS}:3")
+    encoded = gtids.encode()
+    # 2 sids; the first: uuid, 3 intervals [1,6) [7,8) [9,13); the second: uuid, 1 interval [3,4)
+    assert len(encoded) == 8 + (16 + 8 + 3 * 16) + (16 + 8 + 16)
+    assert encoded[8:24].hex() == ENUMS.replace("-", "")
+    assert GtidSet.decode(encoded) == gtids
+    assert GtidSet.decode(GtidSet().encode()).is_empty()
+    for bad in (encoded[:-1], encoded + b"\0", b"\1\0\0"):
+        with pytest.raises(ValueError):
+            GtidSet.decode(bad)
+    with pytest.raises(ValueError, match="tagged"):
+        GtidSet.parse(f"{ENUMS}:fleet:1").encode()
