@@ -213,6 +213,47 @@ def test_auto_position_against_a_source_without_gtid_mode_on_is_refused(tmp_path
     assert server.dump_sets == [] and server.registered == []
 
 
+def test_change_replication_source_auto_position_and_show_replica_status(mysql_source, tmp_path):
+    from engine.replica.errors import CommandError
+    from engine.replica.server import ReplicaServer
+
+    complete = mysql_source.binlogs
+    mysql_source.binlogs = [complete[0].cut(3)]
+    relay_dir = tmp_path / "relay"
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repo.sqlite", follow=False)
+    try:
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '{mysql_source.host}', SOURCE_PORT = {mysql_source.port}, "
+            f"SOURCE_USER = 'repl', SOURCE_PASSWORD = '{mysql_source.password}', SOURCE_AUTO_POSITION = 1, "
+            f"SOURCE_RETRY_COUNT = 1, RELAY_LOG = '{relay_dir}/relay-bin' FOR CHANNEL 'm'"
+        )
+        with pytest.raises(CommandError) as caught:
+            replica.execute("CHANGE REPLICATION SOURCE TO SOURCE_LOG_FILE = 'binlog.000001' FOR CHANNEL 'm'")
+        assert caught.value.errno == 1776
+        for expected in (f"{ENUMS}:1-3", f"{ENUMS}:1-5,{BITS}:1-3"):
+            replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'm'")
+            assert replica.wait(60)
+            result = replica.execute("SHOW REPLICA STATUS FOR CHANNEL 'm'")
+            status = dict(zip(result.columns, result.rows[0], strict=True))
+            assert status["Last_IO_Errno"] == 0, status["Last_IO_Error"]
+            assert status["Retrieved_Gtid_Set"] == expected
+            assert status["Auto_Position"] == 1
+            assert mysql_source.password not in str(status)
+            mysql_source.binlogs = complete
+        assert [str(r.gtids) for r in mysql_source.dump_sets] == ["", f"{ENUMS}:1-3"]
+        assert mysql_source.sent_gtids == ALL_GTIDS
+
+        mysql_source.gtid_mode = "OFF_PERMISSIVE"
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'm'")
+        assert replica.wait(60)
+        result = replica.execute("SHOW REPLICA STATUS FOR CHANNEL 'm'")
+        status = dict(zip(result.columns, result.rows[0], strict=True))
+        assert status["Last_IO_Errno"] == 1593
+        assert "the source has GTID_MODE = OFF_PERMISSIVE instead of ON" in status["Last_IO_Error"]
+    finally:
+        replica.close()
+
+
 def test_a_gtid_set_in_mysqls_binary_form_round_trips_and_bad_bytes_are_refused():
     gtids = GtidSet.parse(f"{ENUMS}:1-5:7:9-12,{BITS}:3")
     encoded = gtids.encode()

@@ -20,7 +20,8 @@
     source_host = "127.0.0.1"
     source_user = "repl"
     source_password = "secret"
-    source_use_gtid = "slave_pos"            # or current_pos, no (file and position)
+    source_use_gtid = "slave_pos"            # or current_pos, no (file and position); a MySQL
+                                             # source: source_auto_position = 1 instead
     source_connect_retry = 60
     source_retry_count = 86400
     source_heartbeat_period = 30

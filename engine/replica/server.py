@@ -102,6 +102,7 @@ PATH_OPTIONS = {option for option, (_, kind) in _MASTER_INFO_OPTIONS.items() if 
 _USE_GTID = {"SLAVE_POS": "Slave_Pos", "REPLICA_POS": "Slave_Pos", "CURRENT_POS": "Current_Pos", "NO": "No"}
 MAX_HEARTBEAT_PERIOD = 4294967  # seconds
 ER_SLAVE_HEARTBEAT_VALUE_OUT_OF_RANGE = 1703
+ER_BAD_REPLICA_AUTO_POSITION = 1776
 _RELAY_OPTIONS = {"RELAY_LOG_INDEX", "RELAY_LOG", "RELAY_LOG_FILE", "RELAY_LOG_POS"}
 _APPLIER_OPTIONS = {name.upper() for name, var in v.VARIABLES.items() if var.per_channel}
 CHANGE_OPTIONS = set(_MASTER_INFO_OPTIONS) | _RELAY_OPTIONS | _APPLIER_OPTIONS | {"SOURCE_DELAY"}
@@ -338,9 +339,27 @@ class ReplicaServer:
             raise CommandError(
                 ER_WRONG_ARGUMENTS, "SOURCE_LOG_FILE/SOURCE_LOG_POS cannot be given with SOURCE_USE_GTID"
             )
+        current = (self.repository.master_info(name) or {}) if exists else {}
+        auto_position = master_info.get("Enabled_auto_position", current.get("Enabled_auto_position"))
+        if auto_position and {"SOURCE_LOG_FILE", "SOURCE_LOG_POS", "RELAY_LOG_FILE", "RELAY_LOG_POS"} & set(
+            options
+        ):
+            raise CommandError(
+                ER_BAD_REPLICA_AUTO_POSITION,
+                "Parameters SOURCE_LOG_FILE, SOURCE_LOG_POS, RELAY_LOG_FILE and RELAY_LOG_POS cannot be "
+                "set when SOURCE_AUTO_POSITION is active.",
+            )
+        if master_info.get("Enabled_auto_position") and master_info.get("Using_gtid", "No") != "No":
+            raise CommandError(
+                ER_WRONG_ARGUMENTS,
+                "SOURCE_AUTO_POSITION (MySQL's GTIDs) and SOURCE_USE_GTID (MariaDB's) cannot both be given",
+            )
+        if master_info.get("Enabled_auto_position"):
+            master_info["Using_gtid"] = "No"  # one GTID positioning at a time: the last one given
+        elif "SOURCE_USE_GTID" in options and master_info["Using_gtid"] != "No":
+            master_info["Enabled_auto_position"] = 0
         if {"SOURCE_LOG_FILE", "SOURCE_LOG_POS"} & set(options):
             master_info["Using_gtid"] = "No"  # a file and position given: positioned by them, as MariaDB
-        current = (self.repository.master_info(name) or {}) if exists else {}
         host = master_info.get("Host", current.get("Host"))
         port = master_info.get("Port", current.get("Port", 3306))
         if host and ("Host" in master_info or "Port" in master_info):
@@ -550,7 +569,18 @@ class ReplicaServer:
     def _show_status(self, cmd: ShowReplicaStatus) -> Result:
         rows: list[dict[str, Any]] = []
         for name in self._targets(cmd.channel):
-            rows.extend(s.show_replica_status() for s in self.repository.status(name))
+            auto_position = int(bool((self.repository.master_info(name) or {}).get("Enabled_auto_position")))
+            for status in self.repository.status(name):
+                row = status.show_replica_status()
+                # MySQL's Auto_Position, after Executed_Gtid_Set
+                rows.append(
+                    {
+                        **{k: v for k, v in row.items() if k not in ("Channel_Name", "Using_Gtid")},
+                        "Auto_Position": auto_position,
+                        "Channel_Name": row["Channel_Name"],
+                        "Using_Gtid": row["Using_Gtid"],
+                    }
+                )
         columns = tuple(rows[0]) if rows else ()
         return Result(columns, [tuple(r.values()) for r in rows])
 
