@@ -213,6 +213,17 @@ def test_auto_position_against_a_source_without_gtid_mode_on_is_refused(tmp_path
     assert server.dump_sets == [] and server.registered == []
 
 
+def test_auto_position_against_a_mariadb_source_is_refused_as_mysql_refuses_it(mariadb_source, tmp_path):
+    """MariaDB has no @@GLOBAL.GTID_MODE, which a MySQL replica takes for OFF; its GTID
+    positioning is SOURCE_USE_GTID."""
+    settings = ReceiverSettings("live", tmp_path / "relay", retry_count=1)
+    source = SourceAccount(mariadb_source.host, mariadb_source.port, "repl", mariadb_source.repl_password)
+    with pytest.raises(ReceiverError) as caught:
+        receive(source, settings, auto_position="")
+    assert caught.value.errno == 1593
+    assert "AUTO_POSITION mode: the source has GTID_MODE = OFF instead of ON" in caught.value.message
+
+
 def test_change_replication_source_auto_position_and_show_replica_status(mysql_source, tmp_path):
     from engine.replica.errors import CommandError
     from engine.replica.server import ReplicaServer
@@ -230,6 +241,10 @@ def test_change_replication_source_auto_position_and_show_replica_status(mysql_s
         with pytest.raises(CommandError) as caught:
             replica.execute("CHANGE REPLICATION SOURCE TO SOURCE_LOG_FILE = 'binlog.000001' FOR CHANNEL 'm'")
         assert caught.value.errno == 1776
+        with pytest.raises(CommandError) as caught:
+            replica.execute("CHANGE REPLICATION SOURCE TO SOURCE_AUTO_POSITION = 1, SOURCE_USE_GTID = slave_pos "
+                            "FOR CHANNEL 'm'")  # fmt: skip
+        assert caught.value.errno == 1210  # MySQL's GTIDs or MariaDB's, not both
         for expected in (f"{ENUMS}:1-3", f"{ENUMS}:1-5,{BITS}:1-3"):
             replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'm'")
             assert replica.wait(60)
