@@ -171,6 +171,37 @@ def test_a_restart_asks_with_the_gtids_it_has_and_gets_only_the_rest(mysql_sourc
     assert replay(tmp_path, "received", second.index_file) == binlogs_replayed(tmp_path)
 
 
+def test_without_a_repository_the_relay_logs_tell_which_gtids_were_received(mysql_source, tmp_path):
+    complete = mysql_source.binlogs
+    mysql_source.binlogs = [complete[0].cut(2)]
+    receive_gtids(mysql_source, tmp_path / "relay")
+    mysql_source.binlogs = complete
+    result = receive_gtids(mysql_source, tmp_path / "relay")
+    assert [str(r.gtids) for r in mysql_source.dump_sets] == ["", f"{ENUMS}:1-2"]
+    assert relay_gtids(result.index_file) == ALL_GTIDS
+
+
+def test_a_blocking_dump_follows_on_heartbeats_until_stopped(mysql_source, tmp_path):
+    """Without NON_BLOCK the source keeps the dump open and sends heartbeats when it has nothing:
+    the receiver keeps the connection and stops when asked, everything received."""
+    repository = Repository(tmp_path / "repo.sqlite")
+    result = receive(
+        account(mysql_source),
+        ReceiverSettings("live", tmp_path / "relay", heartbeat_period=0.2, retry_count=1),
+        auto_position="",
+        until_caught_up=False,
+        stop_after=1.5,
+        repository=repository,
+    )
+    assert not result.caught_up and result.reconnects == 0
+    (request,) = mysql_source.dump_sets
+    assert not request.flags & 1  # blocking
+    assert "@source_heartbeat_period = 200000000" in " ".join(mysql_source.queries)
+    assert repository.received("live")["retrieved_gtid_set"] == f"{ENUMS}:1-5,{BITS}:1-3"
+    (status,) = repository.status("live")
+    assert status.last_io_error_number == 0
+
+
 def test_a_connection_lost_inside_a_transaction_resumes_with_the_whole_ones(mysql_source, tmp_path):
     """The source goes away after four transactions and the GTID event of the fifth: the receiver
     connects again and asks with the four; the fifth comes whole, nothing twice."""
