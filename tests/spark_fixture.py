@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.applier.parallel import Job, ParallelApplier, ParallelOptions
+from engine.applier.single import _read_chunks
 from engine.generate import generate
 from engine.relaylog.index import read_index
 from engine.slave.database import Slave
@@ -46,15 +47,24 @@ def generated_index(workload: str, size_mb: float = 1.0) -> Path:
 
 
 class _RecordingApplier(ParallelApplier):
-    """The real multi-threaded applier, noting the dependency its coordinator gives each job."""
+    """The real multi-threaded applier, noting the dependency its coordinator gives each job. Its
+    coordinator reads the relay log itself and hashes every writeset with the keys of the moment
+    (the reference analyze is compared with; the preparing stage hashes ahead of the DDL it has
+    not yet seen applied, and what it hashed with stale keys only depends on its predecessor)."""
+
+    def _reader(self, continuity):  # type: ignore[no-untyped-def]
+        return _read_chunks(self.logs, None, 4, continuity=continuity)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.after_of: dict[int, int] = {}
+        enqueue = self._gaq.enqueue
 
-    def _enqueue(self, job: Job, worker_index: int) -> None:
-        self.after_of[job.ordinal] = job.after
-        super()._enqueue(job, worker_index)
+        def recording(worker: int, job: Job) -> int:  # every job passes the GAQ, one by one or in pieces
+            self.after_of[job.ordinal] = job.after
+            return enqueue(worker, job)
+
+        self._gaq.enqueue = recording  # type: ignore[method-assign]
 
 
 @cache

@@ -163,16 +163,19 @@ class _RecordingApplier(ParallelApplier):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.after_of: dict[int, int] = {}
         self.prepared_jobs = 0
+        enqueue = self._gaq.enqueue
+
+        def recording(worker: int, job: Job) -> int:  # every job passes the GAQ, one by one or in pieces
+            self.after_of[job.ordinal] = job.after
+            self.prepared_jobs += job.run is not None
+            return enqueue(worker, job)
+
+        self._gaq.enqueue = recording  # type: ignore[method-assign]
 
     def _reader(self, continuity):  # type: ignore[no-untyped-def]
         if self.read_here:
             return _read_chunks(self.logs, None, 4, continuity=continuity)
         return super()._reader(continuity)
-
-    def _enqueue(self, job: Job, worker_index: int) -> None:
-        self.after_of[job.ordinal] = job.after
-        self.prepared_jobs += job.run is not None
-        super()._enqueue(job, worker_index)
 
 
 @pytest.mark.parametrize("kind", ["writeset", "logical_clock", "database"])

@@ -299,6 +299,10 @@ class ParallelApplier:
     # -- coordinator ---------------------------------------------------------------------------
 
     def run(self) -> ApplyStats:
+        # The translators of DDL and statements load sqlglot and its dialects when the first one
+        # comes (0.3-0.6 s on this machine's 2 cores). The coordinator waits for the first prepared
+        # segment meanwhile, so they are loaded beside it now rather than in the first DDL.
+        threading.Thread(target=_load_translators, name="load-translators", daemon=True).start()
         sessions = [self.slave.session() for _ in self._workers]
         self._executors = [TransactionExecutor(s) for s in sessions]
         for worker, session, executor in zip(self._workers, sessions, self._executors, strict=True):
@@ -452,6 +456,14 @@ class ParallelApplier:
         keys = self._keys
         writesets = run.writesets if keys is not None else None
         stale = self._hashed_with_other_keys(run, keys) if writesets is not None else ()
+        if (
+            not applied_before
+            and self.options.parallel_type != "database"
+            and self.options.schedule is None
+            and max(t.size for t in run.transactions) <= self.options.pending_jobs_size_max // 4
+        ):
+            self._schedule_in_pieces(run, writesets, stale)
+            return
         for index, txn in enumerate(run.transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # a run holds thousands: STOP waits for what was assigned, not for the run
@@ -461,6 +473,78 @@ class ParallelApplier:
                 continue
             hashes = writesets[index] if writesets is not None and index not in stale else None
             self._schedule(txn, prepared=(run, index), hashes=hashes)
+
+    def _schedule_in_pieces(
+        self, run: PreparedRun, writesets: list[tuple[int, ...] | None] | None, stale: Collection[int]
+    ) -> None:
+        """A prepared run under LOGICAL_CLOCK or WRITESET, scheduled a piece at a time: the
+        dependencies of each transaction as _schedule gives them, and the consecutive ones that go
+        to the same worker (_choose_worker's runs) enqueued at once, under one lock and one
+        wake-up of the workers. One by one, the coordinator's locks, waits and wake-ups cost more
+        than the scheduling itself (measured on the MariaDB capture: 0.30 s of the coordinator's
+        0.46 s of CPU went to _schedule)."""
+        transactions = run.transactions
+        limit = self.options.pending_jobs_size_max
+        logical_clock = self.options.parallel_type == "logical_clock"
+        index = 0
+        while index < len(transactions):
+            if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
+                return  # STOP waits for what was assigned, not for the rest of the run
+            with self._lock:
+                if self._run_left <= 0 or len(self._workers[self._run_worker].queue) >= WORKER_QUEUE_LENGTH:
+                    self._run_left = 0
+                    loads = [len(w.queue) for w in self._workers]
+                    start = (self._run_worker + 1) % len(self._workers)
+                    order = [(start + i) % len(self._workers) for i in range(len(self._workers))]
+                    self._run_worker = min(order, key=lambda w: loads[w])
+                    self._run_left = self._run_length
+                worker_index = self._run_worker
+                count = min(self._run_left, len(transactions) - index, WORKER_QUEUE_LENGTH)
+            worker = self._workers[worker_index]
+            # room for at least one transaction, as _enqueue waits for it; the piece is what fits
+            self._wait(lambda w=worker: len(w.queue) < WORKER_QUEUE_LENGTH, "queue_full")
+            first = transactions[index].size
+            self._wait(lambda first=first: self._pending_bytes + first <= limit, "total_size")
+            with self._lock:
+                count = max(1, min(count, WORKER_QUEUE_LENGTH - len(worker.queue)))
+                room = limit - self._pending_bytes
+            piece = transactions[index : index + count]
+            size = 0
+            for taken, txn in enumerate(piece):
+                if size + txn.size > room and taken:
+                    piece = piece[:taken]
+                    break
+                size += txn.size
+            count = len(piece)
+            with self._lock:
+                ordinal = self._gaq.next_ordinal
+            jobs = []
+            for offset, txn in enumerate(piece):
+                position = index + offset
+                if logical_clock:
+                    after = self._clock.dependency(txn, ordinal)  # type: ignore[arg-type]
+                else:
+                    hashes = writesets[position] if writesets is not None and position not in stale else None
+                    after = self._history.dependency(ordinal, hashes, commit_parent=ordinal - 1)
+                job = Job(ordinal, txn, after, False, None, None, worker_index, False, run, position)
+                jobs.append(job)
+                ordinal += 1
+            with self._lock:
+                self._caught_up = False
+                gaq = self._gaq
+                for job in jobs:
+                    gaq.enqueue(worker_index, job)
+                worker.queue.extend(jobs)
+                worker.queued_bytes += size
+                worker.status.queued = len(worker.queue)
+                self._pending_bytes += size
+                self._run_left -= count
+                self._lock.notify_all()
+            scheduled = self._scheduled
+            for txn in piece:
+                if txn.gtid:
+                    scheduled.add(txn.gtid)
+            index += count
 
     def _hashed_with_other_keys(self, run: PreparedRun, keys: WritesetKeys) -> Collection[int]:
         """The run's transactions whose writesets were hashed with keys other than the slave's now
@@ -1082,6 +1166,10 @@ class ParallelApplier:
     @property
     def lwm(self) -> int:
         return self._gaq.lwm
+
+
+def _load_translators() -> None:
+    from ..slave import ddl, statements  # noqa: F401 - loaded for the first DDL or statement
 
 
 def _is_conflict(exc: Exception) -> bool:
