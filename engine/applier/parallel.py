@@ -54,7 +54,7 @@ from ..scheduling.gaq import GroupAssignmentQueue, WorkerCheckpoint
 from ..scheduling.partition import DatabasePartitions
 from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset, writeset_keys
 from ..scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
-from ..slave.database import ChannelProgress, CommitRecord, Slave
+from ..slave.database import ChannelProgress, Slave
 from ..transactions import Transaction
 from . import processes
 from .controls import StartControls
@@ -1035,21 +1035,8 @@ class ParallelApplier:
         if prepared:
             self._apply_prepared(session, executor, prepared)
         executor.flush()
-        wid = worker.status.worker
-        session.record_commits(
-            [
-                CommitRecord(
-                    self.channel,
-                    job.ordinal,
-                    job.txn.gtid,
-                    job.txn.end.log_name,
-                    job.txn.end.pos,
-                    job.txn.source_log_file,
-                    job.txn.source_end_pos,
-                    wid,
-                )
-                for job in batch
-            ]
+        session.record_transactions(
+            self.channel, [job.ordinal for job in batch], [job.txn for job in batch], worker.status.worker
         )
         first = batch[0].ordinal
         with self._lock:

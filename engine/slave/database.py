@@ -26,6 +26,7 @@ from .schema import Catalog
 
 if TYPE_CHECKING:
     from ..applier.prepare import RunTransaction
+    from ..transactions import Transaction
 
 
 # DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the commit that
@@ -311,19 +312,25 @@ class Slave:
             [c.worker for c in commits],
         )
 
-    def record_run(self, channel: str, first_seqno: int, transactions: Sequence[RunTransaction]) -> None:
-        """record_commits for consecutive transactions (seqnos first_seqno, first_seqno + 1, …)
-        of one channel, applied by its applier thread (worker 0): built column-wise."""
+    def record_transactions(
+        self,
+        channel: str,
+        seqnos: Sequence[int],
+        transactions: Sequence[Transaction | RunTransaction],
+        worker: int,
+    ) -> None:
+        """record_commits for transactions one worker commits together, built column-wise (a
+        CommitRecord per transaction measured an eighth of a parallel worker's time)."""
         n = len(transactions)
         self._insert_commits(
             [channel] * n,
-            range(first_seqno, first_seqno + n),
+            seqnos,
             [t.gtid for t in transactions],
             [t.end.log_name for t in transactions],
             [t.end.pos for t in transactions],
             [t.source_log_file for t in transactions],
             [t.source_end_pos for t in transactions],
-            [0] * n,
+            [worker] * n,
         )
 
     def _insert_commits(
