@@ -58,9 +58,12 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(base: Path | None = None, password: str = "secret") -> MariaDBServer:
+def start_server(
+    base: Path | None = None, password: str = "secret", options: tuple[str, ...] = ()
+) -> MariaDBServer:
     """The server, its root without a password (for the tests' own writes) and a replication user
-    'repl' with `password`."""
+    'repl' with `password`. options: more mariadbd options, after the defaults (a later one wins,
+    e.g. another --server-id for a replica)."""
     mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin:/usr/local/sbin")
     install_db = shutil.which("mariadb-install-db")
     if mariadbd is None or install_db is None:
@@ -79,7 +82,7 @@ def start_server(base: Path | None = None, password: str = "secret") -> MariaDBS
         mariadbd, "--no-defaults", "--user=root", f"--datadir={datadir}", "--bind-address=127.0.0.1",
         f"--port={port}", f"--socket={base / 'mariadbd.sock'}", f"--pid-file={base / 'mariadbd.pid'}",
         "--log-bin=source-bin", "--binlog-format=ROW", "--server-id=1", "--skip-name-resolve",
-        "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4",
+        "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4", *options,
     )  # fmt: skip
     with open(base / "mariadbd.err", "wb") as log:  # the server's stderr for its lifetime
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
