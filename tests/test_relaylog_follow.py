@@ -14,7 +14,7 @@ import pytest
 from engine.binlog import reader
 from engine.binlog.reader import BinlogFile, ReaderState
 from engine.errors import RelayIndexError, TruncatedEvent
-from engine.relaylog.follow import CAUGHT_UP, follow_events
+from engine.relaylog.follow import CAUGHT_UP, announce_growth, follow_events, writing
 from engine.relaylog.index import RelayLogSet, read_index
 from engine.relaylog.stream import stream_events
 
@@ -366,3 +366,68 @@ def test_closing_the_follower_early_releases_the_mapped_file_and_the_watcher(tmp
     while open_paths().count("anon_inode:inotify") > inotify_before and time.monotonic() < deadline:
         time.sleep(0.01)  # the watcher's thread lets go of it as it ends
     assert open_paths().count("anon_inode:inotify") == inotify_before
+
+
+def next_in_thread(follower):
+    """next(follower) in a thread: (the thread, the list its item lands in)."""
+    got = []
+    thread = threading.Thread(target=lambda: got.append(next(follower)), daemon=True)
+    thread.start()
+    return thread, got
+
+
+def test_a_writer_in_this_process_wakes_the_follower_when_it_announces_what_it_flushed(tmp_path):
+    """relaydeck's own receiver announces each transaction it flushed: the follower waits for that,
+    not for file notifications (which come tens of milliseconds later), and wakes at once."""
+    whole = M1_FILES[0].read_bytes()
+    events = list(stream_events(RelayLogSet(None, (M1_FILES[0],))))
+    cut = events[len(events) // 2].pos  # an event boundary: what is before it reads whole
+    relay = tmp_path / M1_FILES[0].name
+    relay.write_bytes(whole[:cut])
+    index = tmp_path / "relay-bin-m1.index"
+    index.write_text(f"./{relay.name}\n")
+    stop = threading.Event()
+    writing(index, True)
+    follower = follow_events(index, stop=stop, poll_s=30)
+    try:
+        first = []
+        for item in follower:
+            if item is CAUGHT_UP:
+                break
+            first.append(item)
+        assert len(first) == len(events) // 2
+        thread, got = next_in_thread(follower)
+        thread.join(0.3)  # it looked again, found nothing, and waits
+        with relay.open("ab") as out:  # the rest arrives, unannounced
+            out.write(whole[cut:])
+        thread.join(0.5)
+        assert not got, "without an announcement the follower waits (poll_s is its safety net)"
+        announced = time.monotonic()
+        announce_growth(tmp_path / "." / index.name)  # the same index, however it is named
+        thread.join(5)
+        assert got and got[0] is not CAUGHT_UP
+        assert time.monotonic() - announced < 0.5
+        assert where(got[0]) == where(events[len(events) // 2])
+    finally:
+        stop.set()
+        writing(index, False)
+        follower.close()
+
+
+def test_stop_ends_a_wait_for_announcements_long_before_the_next_poll(tmp_path):
+    index = copy_complete(M1_FILES[:1], tmp_path)
+    stop = threading.Event()
+    writing(index, True)
+    follower = follow_events(index, stop=stop, poll_s=30)
+    try:
+        for item in follower:
+            if item is CAUGHT_UP:
+                break
+        threading.Timer(0.2, stop.set).start()
+        began = time.monotonic()
+        with pytest.raises(StopIteration):
+            next(follower)
+        assert time.monotonic() - began < 2
+    finally:
+        writing(index, False)
+        follower.close()

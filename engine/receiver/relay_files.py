@@ -7,6 +7,9 @@ each file that is followed by another ends with the replica's own Rotate naming 
 events go in as received, with their checksums. The index file lists the files WL#1697-named per
 channel (`relay-bin-<channel>.000001`), and is replaced whole (a new file, then a rename) so that a
 reader never sees half of it.
+
+A follower in the same process (the channel's applier under `relaydeck serve`) is told of each
+flush (relaylog/follow.py's announce_growth) rather than left to notice the files change.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..binlog.constants import BINLOG_MAGIC, COMMON_HEADER_LEN, ChecksumAlg, Eve
 from ..binlog.events import HEADER
 from ..binlog.events.control import fde_has_checksum_byte
 from ..binlog.writer import rotate_body
+from ..relaylog.follow import announce_growth, writing
 from ..relaylog.index import channel_relay_log_names, read_index
 
 _U32 = struct.Struct("<I")
@@ -69,6 +73,8 @@ class RelayLogFiles:
         self.pos = 0
         self._source_fde: bytes | None = None  # the source's, as received
         self._checksum = False
+        writing(self.index_file, True)
+        self._writing = True
 
     @property
     def current(self) -> Path | None:
@@ -139,6 +145,7 @@ class RelayLogFiles:
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()
+            announce_growth(self.index_file)
 
     def sync(self) -> None:
         """On disk, before the position that covers these bytes is recorded."""
@@ -149,6 +156,9 @@ class RelayLogFiles:
     def close(self) -> None:
         if self._file is not None:
             self._close_file()
+        if self._writing:
+            self._writing = False
+            writing(self.index_file, False)
 
     def _close_file(self) -> None:
         assert self._file is not None
@@ -191,3 +201,4 @@ class RelayLogFiles:
         staged = self.index_file.with_name(self.index_file.name + "~")
         staged.write_text(text)
         os.replace(staged, self.index_file)
+        announce_growth(self.index_file)

@@ -2,12 +2,23 @@
 
 follow_events() yields what stream_events() would yield once the logs are complete, and in between
 says when it has caught up with the writer, so that the applier can commit what it holds.
+
+How the follower learns that the logs grew: a writer in another process (a MySQL replica's IO
+thread, a copy) is noticed through file notifications (watchfiles), which come a step or two of
+the watcher (10 ms each) after the write. A writer in this process (relaydeck's own receiver,
+RelayLogFiles, under `relaydeck serve`) announces each whole transaction it flushed with
+announce_growth(), and a follower of that index that is waiting wakes at once. Measured with
+benchmarks/receiver_lag.py (a MariaDB source, one-row transactions, two runs each): lag p50 from
+27 to 9 ms at 20 trx/s, from 22 to 9-13 ms at 100 trx/s. Under a heavier load the follower
+seldom waits (something new has arrived by the end of each commit), and the figures at 1,000
+trx/s stayed within the spread of the machine's other load.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing
@@ -28,6 +39,47 @@ WATCH_DEBOUNCE_MS = 50
 
 # The `start` for files before start_file: they are read only for their format and source file name.
 _CONTEXT_ONLY = sys.maxsize
+
+
+class _Growth:
+    """A relay-log index that a writer of this process appends to: how many times it grew."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition(threading.Lock())
+        self.version = 0
+        self.writers = 0
+
+
+_GROWTH: dict[str, _Growth] = {}
+_GROWTH_LOCK = threading.Lock()
+
+
+def _growth_of(index_file: str | os.PathLike[str]) -> _Growth:
+    key = os.path.realpath(index_file)
+    with _GROWTH_LOCK:
+        growth = _GROWTH.get(key)
+        if growth is None:
+            growth = _GROWTH[key] = _Growth()
+        return growth
+
+
+def writing(index_file: str | os.PathLike[str], active: bool) -> None:
+    """A writer of this process starts (active) or stops writing the relay logs of `index_file`:
+    while one does, followers of that index wait for announce_growth() rather than for file
+    notifications."""
+    growth = _growth_of(index_file)
+    with growth.changed:
+        growth.writers += 1 if active else -1
+        growth.version += 1
+        growth.changed.notify_all()
+
+
+def announce_growth(index_file: str | os.PathLike[str]) -> None:
+    """The relay logs of `index_file` grew (events flushed, or the index rewritten)."""
+    growth = _growth_of(index_file)
+    with growth.changed:
+        growth.version += 1
+        growth.changed.notify_all()
 
 
 class StopFlag(Protocol):
@@ -71,7 +123,7 @@ def follow_events(
     follower = _Follower(
         Path(index_file), start_file, start_pos, state if state is not None else ReaderState(), stop, grace_s
     )
-    waiter = _ChangeWaiter(stop, poll_s)
+    waiter = _ChangeWaiter(stop, poll_s, _growth_of(index_file))
     try:
         yield from follower.run(waiter)
     finally:
@@ -272,11 +324,17 @@ class _ChangeWaiter:
     the follower is busy reading and yielding, so a change that lands between the follower's last
     look at the files and its next wait ends that wait at once. A watcher started per wait would
     not have seen it, and the follower would sleep the whole poll_s with an event ready.
+
+    While a writer of this process writes the index's relay logs, the waiter waits for its
+    announcements instead. The version it last saw plays the watcher's part: an announcement made
+    while the follower was reading ends the next wait at once.
     """
 
-    def __init__(self, stop: StopFlag | None, poll_s: float) -> None:
+    def __init__(self, stop: StopFlag | None, poll_s: float, growth: _Growth | None = None) -> None:
         self.stop = stop
         self.poll_s = poll_s
+        self.growth = growth
+        self.seen = growth.version if growth is not None else 0
         self.names: set[str] = set()  # read by the filter, so changing it needs no new watcher
         self.folders: tuple[str, ...] = ()
         self.changes: Iterator[set[tuple[Change, str]]] | None = None
@@ -296,6 +354,9 @@ class _ChangeWaiter:
 
     def wait(self) -> bool:
         """False once `stop` is set."""
+        if self.growth is not None and self.growth.writers > 0:
+            self.close()  # its notifications would only repeat the announcements
+            return self.wait_for_announcement(self.growth)
         if not self.folders:
             return self.sleep()  # nothing to watch (no folder yet): wait poll_s, still minding `stop`
         if self.changes is None:
@@ -318,6 +379,19 @@ class _ChangeWaiter:
             self.changes = None
             return False
         return True
+
+    def wait_for_announcement(self, growth: _Growth) -> bool:
+        deadline = time.monotonic() + self.poll_s
+        with growth.changed:
+            while growth.version == self.seen:
+                if self.stop is not None and self.stop.is_set():
+                    return False
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                growth.changed.wait(min(left, WATCH_STEP_MS / 1000))  # `stop` cannot be waited on
+            self.seen = growth.version
+        return self.stop is None or not self.stop.is_set()
 
     def sleep(self) -> bool:
         deadline = time.monotonic() + self.poll_s

@@ -41,6 +41,8 @@ from .names import duckdb_schema
 from .schema import MysqlColumn, MysqlTable
 
 _WRITE, _DELETE = RowsKind.WRITE, RowsKind.DELETE
+# Up to this many keys, the keys a DELETE found come back as rows rather than as Arrow
+SMALL_RESULT_ROWS = 256
 
 
 class ApplyError(RelaydeckError):
@@ -433,7 +435,7 @@ class RowApplier:
                 join = " AND ".join(f"t.{k} = o.{c}" for k, c in zip(key_names, keys, strict=True))
                 delete = f"DELETE FROM {target} AS t USING {name} AS o WHERE {join}"
                 if self.strict:
-                    found = self.con.sql(f"{delete} RETURNING {', '.join(key_names)}").to_arrow_table()
+                    found = self._deleted_keys(f"{delete} RETURNING {', '.join(key_names)}", reduced, keys)
                     self._check(reduced, keys, found, table)
                 else:
                     self.con.execute(delete)
@@ -446,6 +448,25 @@ class RowApplier:
         finally:
             unregister(self.con, name)
         self.rows_applied += rows
+
+    def _deleted_keys(self, delete_returning: str, reduced: pa.Table, keys: list[str]) -> pa.Table:
+        """The keys the DELETE … RETURNING found, in the columns `keys` of `reduced`.
+
+        A small batch's come back as rows: through a relation's Arrow result the DELETE and the
+        INSERT after it took 2.8-4.2 ms for 13 keys, as rows 1.4-1.9 ms (two rounds of 400), a
+        millisecond or more saved per table at every commit of a channel that follows its
+        source."""
+        if reduced.num_rows > SMALL_RESULT_ROWS:
+            return self.con.sql(delete_returning).to_arrow_table()
+        rows = self.con.execute(delete_returning).fetchall()
+        columns = list(zip(*rows, strict=True)) if rows else [()] * len(keys)
+        try:
+            arrays = [
+                pa.array(values, type=reduced.column(k).type) for values, k in zip(columns, keys, strict=True)
+            ]
+        except (pa.ArrowException, TypeError, ValueError):
+            arrays = [pa.array(values) for values in columns]  # _found_mask compares them as Python values
+        return pa.Table.from_arrays(arrays, names=keys)
 
     def key_positions(self, table: MysqlTable) -> tuple[int, ...]:
         return tuple(self._position(table, name) for name in table.primary_key)
