@@ -49,6 +49,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="MariaDB GTID positioning: start after these GTIDs ('domain-server-seq,…'; '' for the start)",
     )
     parser.add_argument(
+        "--auto-position",
+        default=None,
+        metavar="GTIDS",
+        help="MySQL GTID positioning (SOURCE_AUTO_POSITION = 1): what follows this GTID set, united with "
+        "what the relay logs or the repository hold ('uuid:1-5,…'; '' for everything)",
+    )
+    tls = parser.add_argument_group("TLS (CHANGE REPLICATION SOURCE TO's SOURCE_SSL options)")
+    tls.add_argument(
+        "--source-ssl",
+        type=int,
+        choices=(0, 1),
+        default=None,
+        help="1: TLS required (error 2026 without); 0: never; not given: TLS when the source offers it, unchecked",
+    )
+    tls.add_argument("--source-ssl-ca", default="", metavar="FILE")
+    tls.add_argument("--source-ssl-capath", default="", metavar="DIR")
+    tls.add_argument("--source-ssl-cert", default="", metavar="FILE")
+    tls.add_argument("--source-ssl-key", default="", metavar="FILE")
+    tls.add_argument("--source-ssl-cipher", default="", metavar="LIST")
+    tls.add_argument(
+        "--source-ssl-verify-server-cert",
+        type=int,
+        choices=(0, 1),
+        default=0,
+        help="1: check the source's certificate against the CA and its host name",
+    )
+    parser.add_argument(
         "--repository",
         type=Path,
         default=None,
@@ -94,6 +121,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     # imported here: the other commands need neither the receiver nor PyMySQL
+    from engine.gtids import GtidSet
+    from engine.receiver.connection import SourceTls
     from engine.receiver.receiver import ReceiverSettings, SourceAccount, receive
     from engine.receiver.stream import SourcePosition
 
@@ -101,8 +130,29 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     if args.max_relay_log_size < 4096:
         raise RelaydeckError("--max-relay-log-size is at least 4096 bytes")
     password = args.password if args.password is not None else os.environ.get(PASSWORD_ENVIRONMENT, "")
-    if args.from_file and args.from_gtid is not None:
-        raise RelaydeckError("give --from-file or --from-gtid, not both")
+    if sum((bool(args.from_file), args.from_gtid is not None, args.auto_position is not None)) > 1:
+        raise RelaydeckError("give one of --from-file, --from-gtid and --auto-position")
+    auto_position = None
+    if args.auto_position is not None:
+        try:
+            auto_position = GtidSet.parse(args.auto_position).one_line()
+        except ValueError:
+            raise RelaydeckError(
+                f"--auto-position: {visible(args.auto_position)!r} is not a MySQL GTID set (uuid:1-5,…)"
+            ) from None
+    ssl_options = (args.source_ssl_ca, args.source_ssl_capath, args.source_ssl_cert, args.source_ssl_key)
+    if args.source_ssl is None and (
+        any(ssl_options) or args.source_ssl_cipher or args.source_ssl_verify_server_cert
+    ):
+        raise RelaydeckError("the --source-ssl-… options go with --source-ssl 1")
+    tls = None
+    if args.source_ssl is not None:
+        tls = SourceTls(
+            bool(args.source_ssl),
+            *(str(Path(p).resolve()) if p else "" for p in ssl_options),
+            cipher=args.source_ssl_cipher,
+            verify_server_cert=bool(args.source_ssl_verify_server_cert),
+        )
     gtid_start = None
     if args.from_gtid is not None:
         try:
@@ -122,7 +172,7 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
         repository = Repository(args.repository)
     try:
         result = receive(
-            SourceAccount(args.host, args.port, args.user, password),
+            SourceAccount(args.host, args.port, args.user, password, tls),
             ReceiverSettings(
                 args.channel,
                 args.relay_dir,
@@ -134,6 +184,7 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
             ),
             start=start,
             gtid_start=gtid_start,
+            auto_position=auto_position,
             until_caught_up=args.stop_after_seconds is None,
             stop_after=args.stop_after_seconds,
             repository=repository,

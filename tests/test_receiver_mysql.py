@@ -313,3 +313,16 @@ def test_a_gtid_set_in_mysqls_binary_form_round_trips_and_bad_bytes_are_refused(
             GtidSet.decode(bad)
     with pytest.raises(ValueError, match="tagged"):
         GtidSet.parse(f"{ENUMS}:fleet:1").encode()
+
+
+def test_relaydeck_receive_auto_position_sends_the_set_given(mysql_source, tmp_path):
+    """`relaydeck receive --auto-position SET`: COM_BINLOG_DUMP_GTID with that set; only the rest comes."""
+    out = io.StringIO()
+    argv = ["receive", "--host", mysql_source.host, "--port", str(mysql_source.port), "--user", mysql_source.user,
+            "--password", mysql_source.password, "--channel", "live", "--relay-dir", str(tmp_path / "relay"),
+            "--auto-position", f"{ENUMS}:1-3", "--retry-count", "1"]  # fmt: skip
+    assert main(argv, out=out) == 0, out.getvalue()
+    (index,) = (tmp_path / "relay").glob("*.index")
+    assert relay_gtids(index) == ALL_GTIDS[3:]
+    bad = io.StringIO()
+    assert main([*argv[:-4], "--auto-position", f"{ENUMS}:1-x", "--retry-count", "1"], out=bad) != 0

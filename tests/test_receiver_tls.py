@@ -290,3 +290,46 @@ def test_tls_keys_in_the_configuration_file(tmp_path):
     assert status["Source_SSL_Cert"] == "/abs/client.pem"
     assert status["Source_SSL_Key"] == str(tmp_path / "tls" / "client.key")
     assert status["Source_SSL_Cipher"] == "ECDHE-ECDSA-AES128-GCM-SHA256"
+
+
+def test_relaydeck_receive_takes_the_tls_options(tls_source, tmp_path, capsys):
+    """`relaydeck receive --source-ssl 1 --source-ssl-ca … --source-ssl-verify-server-cert 1` as the
+    user that requires TLS receives; --source-ssl 0 is refused with 1045 (its error on stderr, the
+    password in no output); a --source-ssl-… option without --source-ssl is a usage error."""
+    import io
+
+    from console.cli import main
+
+    server = tls_source
+    file, pos = source_binlog_end(server)
+    write_load(server, "tlscli", 12, seed=73)
+
+    def receive(*options: str) -> tuple[int, str]:
+        out = io.StringIO()
+        argv = ["receive", "--host", "localhost", "--port", str(server.port), "--user", TLS_USER,
+                "--password", TLS_PASSWORD, "--channel", "cli", "--relay-dir", str(tmp_path / "relay"),
+                "--from-file", file, "--from-pos", str(pos), "--retry-count", "1", "--connect-retry", "0.1",
+                *options]  # fmt: skip
+        return main(argv, out=out), out.getvalue()
+
+    code, said = receive("--source-ssl", "1", "--source-ssl-ca", str(server.tls.ca),
+                         "--source-ssl-verify-server-cert", "1")  # fmt: skip
+    assert code == 0 and "(caught up)" in said, said
+    assert "Write_rows" in "".join(str(e) for e in _relay_event_types(tmp_path / "relay"))
+    code, said = receive("--source-ssl", "0")
+    err = capsys.readouterr().err
+    assert code != 0 and "1045" in err and TLS_PASSWORD not in err + said
+    code, _ = receive("--source-ssl-ca", str(server.tls.ca))
+    assert code != 0 and "--source-ssl 1" in capsys.readouterr().err
+
+
+def _relay_event_types(relay: Path) -> list[str]:
+    import io
+    import json
+
+    from console.cli import main
+
+    (index,) = relay.glob("*.index")
+    out = io.StringIO()
+    assert main(["events", "--json", str(index)], out=out) == 0
+    return [json.loads(line)["event_type"] for line in out.getvalue().splitlines()]
