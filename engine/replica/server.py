@@ -444,7 +444,7 @@ class ReplicaServer:
         elif not cmd.threads:
             # START REPLICA: both threads of a channel that has a source to connect to
             for name in targets:
-                if _receives(self.repository, name) and not self.receiving(name):
+                if receives_from_source(self.repository, name) and not self.receiving(name):
                     started.append(self._start_receiver(name))
         if not self.follow:
             for receiver in started:  # without follow, the applier applies what was received
@@ -692,7 +692,7 @@ def start_targets(repository: Repository, cmd: StartReplica) -> list[str]:
     return [name]
 
 
-def _receives(repository: Repository, name: str) -> bool:
+def receives_from_source(repository: Repository, name: str) -> bool:
     """Whether START REPLICA runs the channel's receiver too: it names a source to connect to
     (SOURCE_HOST and SOURCE_USER). A SOURCE_HOST alone labels relay logs another replica writes."""
     mi = repository.master_info(name) or {}
