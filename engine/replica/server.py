@@ -629,7 +629,10 @@ class ReplicaServer:
             for run in list(self._runs.values()):
                 if run in self._published_last:
                     continue
-                finished = not run.is_alive()  # read before publishing: its last state is then in
+                # read before publishing: its last state is then in. A run not started yet (START
+                # registers it, then starts it) is not finished: taken for one, it would never be
+                # published again, and its status would stay as it was before the START.
+                finished = run.thread.ident is not None and not run.is_alive()
                 try:
                     run.publish(reader)
                 except Exception:  # noqa: BLE001 - the publisher must outlive one bad tick
