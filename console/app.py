@@ -73,10 +73,48 @@ class ConsoleApp(App[None]):
             show=False,
             tooltip="select the next channel",
         ),
-        Binding("s", "start(False)", "Start", tooltip="START REPLICA FOR CHANNEL (the selected one)"),
+        Binding(
+            "s",
+            "start(False)",
+            "Start",
+            tooltip="START REPLICA FOR CHANNEL: both threads of the selected channel",
+        ),
         Binding("S", "start(True)", "Start all", show=False, tooltip="START REPLICA (every channel)"),
-        Binding("x", "stop(False)", "Stop", tooltip="STOP REPLICA FOR CHANNEL (the selected one)"),
+        Binding(
+            "x",
+            "stop(False)",
+            "Stop",
+            tooltip="STOP REPLICA FOR CHANNEL: both threads of the selected channel",
+        ),
         Binding("X", "stop(True)", "Stop all", show=False, tooltip="STOP REPLICA (every channel)"),
+        Binding(
+            "i",
+            "start_thread('IO_THREAD')",
+            "Start IO",
+            show=False,
+            tooltip="START REPLICA IO_THREAD FOR CHANNEL: the receiver alone",
+        ),
+        Binding(
+            "o",
+            "stop_thread('IO_THREAD')",
+            "Stop IO",
+            show=False,
+            tooltip="STOP REPLICA IO_THREAD FOR CHANNEL: the receiver alone",
+        ),
+        Binding(
+            "e",
+            "start_thread('SQL_THREAD')",
+            "Start SQL",
+            show=False,
+            tooltip="START REPLICA SQL_THREAD FOR CHANNEL: the applier alone",
+        ),
+        Binding(
+            "w",
+            "stop_thread('SQL_THREAD')",
+            "Stop SQL",
+            show=False,
+            tooltip="STOP REPLICA SQL_THREAD FOR CHANNEL: the applier alone",
+        ),
         Binding("k", "kill(False)", "Kill", tooltip="kill the selected channel's applier (asks first)"),
         Binding(
             "K", "kill(True)", "Kill all", show=False, tooltip="kill every channel's applier (asks first)"
@@ -271,6 +309,14 @@ class ConsoleApp(App[None]):
     def action_stop(self, every: bool) -> None:
         if every or self.selected is not None:
             self.run_statement(statements.stop(self._target(every)))
+
+    def action_start_thread(self, thread: str) -> None:
+        if self.selected is not None:
+            self.run_statement(statements.start_thread(thread, self.selected))
+
+    def action_stop_thread(self, thread: str) -> None:
+        if self.selected is not None:
+            self.run_statement(statements.stop_thread(thread, self.selected))
 
     def action_kill(self, every: bool) -> None:
         if not every and self.selected is None:

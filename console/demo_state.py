@@ -1,7 +1,8 @@
 """A made-up replica frozen in one interesting moment, for the screenshots and the snapshot tests.
 
-Four channels (one lagging badly, one stopped by an error with gaps to recover), fixed numbers, a
-fixed clock and two minutes of history, so that every view renders the same on every machine.
+Six channels (one lagging badly, one stopped by an error with gaps to recover, two that receive from
+their source themselves, one of them refused by it), fixed numbers, a fixed clock and two minutes
+of history, so that every view renders the same on every machine.
 The relay-log browser reads real events: SHOW RELAYLOG EVENTS for channel m2 goes to a real
 ReplicaServer over the bundled MariaDB capture (it applies nothing).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from engine.applier.recovery import GroupAfterLwm, RecoveryPicture, WorkerCheckpointRow
 from engine.replica.commands import ShowRelaylogEvents, ShowReplicaStatus, StartReplica, parse_statement
 from engine.replica.errors import already_running, channel_does_not_exist
-from engine.replica.monitor import ChannelView, PoolSlotView, PoolView, Snapshot, WorkerView
+from engine.replica.monitor import ChannelView, PoolSlotView, PoolView, ReceiverView, Snapshot, WorkerView
 from engine.replica.server import ReplicaServer, Result
 
 from .cli import BUNDLED_RELAY_LOG
@@ -47,18 +48,36 @@ CHANNELS = (
         0.0,
         "Error 1062: Duplicate entry '17' for key 'accounts.PRIMARY' "
         f"(transaction {BANK_UUID}:5513 at relay-bin.000006:1048211)",
+        "binlog.000003:7712311",
+        "2025-06-02 09:39:25.121877",
     ),
     ChannelView(
         "m1", "running", "127.0.0.1:3407", "relay-bin-m1.000014:388802", "relay-bin-m1.000014:388802",
-        "0-1-2145", 2145, 0.0, 0.0, 0, 0, 0.0, "",
+        "0-1-2145", 2145, 0.0, 0.0, 0, 0, 0.0, "", "master-bin.000004:2291840",
     ),
     ChannelView(
         "m2", "running", "127.0.0.1:3408", "relay-bin-m2.000002:269875", "relay-bin-m2.000002:17419",
-        "0-2-28", 28, 18.5, 12.4, 0, 0, 0.0, "",
+        "0-2-28", 28, 18.5, 12.4, 0, 0, 0.0, "", "master-bin.000001:30151",
     ),
     ChannelView(
         "oltp", "running", "10.0.1.11:3306", "relay-bin.000019:655360", "relay-bin.000019:402011",
-        f"{OLTP_UUID}:1-48213", 48213, 412.7, 2.3, 3, 4, 0.42, "",
+        f"{OLTP_UUID}:1-48213", 48213, 412.7, 2.3, 3, 4, 0.42, "", "binlog.000011:6120433",
+    ),
+    # received: relaydeck is the replica, its receiver a little ahead of its applier
+    ChannelView(
+        "shop", "running", "10.0.2.20:3306", "relay-bin-shop.000003:524288", "relay-bin-shop.000003:517044",
+        "0-20-88209", 88209, 121.4, 0.2, 0, 0, 0.0, "", "source-bin.000042:91540211", "",
+        ReceiverView("running", "Waiting for source to send event", "source-bin.000042:91547455",
+                     "0-20-88214", "", ""),
+    ),
+    # received, until its source refused the replication user: applied all it got, retrying
+    ChannelView(
+        "web", "waiting", "10.0.2.21:3306", "relay-bin-web.000001:1843200", "relay-bin-web.000001:1843200",
+        "0-21-9120", 9120, 0.0, 0.0, 0, 0, 0.0, "", "source-bin.000007:1843012", "",
+        ReceiverView("connecting", "Connecting to source", "source-bin.000007:1843012", "0-21-9120",
+                     "Error 1045: error reconnecting to source 'repl@10.0.2.21:3306' - retry-time: 60 "
+                     "retries: 4 message: Access denied for user 'repl'@'10.0.2.5' (using password: YES)",
+                     "2025-06-02 09:40:31.207514"),
     ),
 )  # fmt: skip
 
@@ -82,10 +101,12 @@ WORKERS = {
     ),
     "m1": (),
     "m2": (),
+    "shop": (),
+    "web": (),
 }  # fmt: skip
 
 # oltp's 4 workers are fed by 2 local processes (one per core); bank's in-process pool stopped
-# with it; m1 and m2 run the single applier, which has none.
+# with it; the others run the single applier, which has none.
 POOLS = {
     "oltp": PoolView("oltp", "processes", 2, 37, 912, 3, (
         PoolSlotView("process 1", "preparing", "relay-bin.000019:4194821"),
@@ -132,7 +153,10 @@ BANK_RECOVERY = RecoveryPicture(
 STATUS_COLUMNS = (
     "Channel_Name", "Source_Host", "Source_Port", "Relay_Log_File", "Relay_Log_Pos", "Replica_SQL_Running",
     "Seconds_Behind_Source", "Last_SQL_Errno", "Last_SQL_Error", "Executed_Gtid_Set", "SQL_Delay",
+    "Replica_IO_Running", "Replica_IO_State", "Source_Log_File", "Read_Source_Log_Pos", "Retrieved_Gtid_Set",
+    "Last_IO_Errno", "Last_IO_Error",
 )  # fmt: skip
+_IO_RUNNING = {"running": "Yes", "connecting": "Connecting"}
 
 
 def recent_snapshots() -> list[Snapshot]:
@@ -153,6 +177,8 @@ def recent_snapshots() -> list[Snapshot]:
                 channel = replace(
                     channel, trx_per_s=round(20 + 5 * wave, 1), lag_s=round(step / 20.0 + 0.4, 1)
                 )
+            elif channel.name == "shop":
+                channel = replace(channel, trx_per_s=round(120 + 15 * wave, 1))
             elif channel.name == "bank" and age > 95:
                 channel = replace(
                     channel, state="running", trx_per_s=round(90 + 10 * wave, 1), lag_s=0.4, last_error=""
@@ -191,7 +217,7 @@ class DemoReplica:
         if isinstance(command, ShowReplicaStatus):
             return Result(STATUS_COLUMNS, [_status_row(c) for c in CHANNELS if channel in (None, c.name)])
         if isinstance(command, StartReplica):
-            running = [c.name for c in CHANNELS if c.state == "running" and channel in (None, c.name)]
+            running = [c.name for c in CHANNELS if _running(c, command.threads) and channel in (None, c.name)]
             return Result(warnings=[already_running(name) for name in running])
         return Result()
 
@@ -225,12 +251,33 @@ class DemoReplica:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+def _running(c: ChannelView, threads: tuple[str, ...]) -> bool:
+    """Whether the threads a START names (none: both) run already: each that the channel has."""
+    io = c.receiver is not None and c.receiver.state in _IO_RUNNING
+    sql = c.state in ("running", "waiting")
+    if threads == ("IO_THREAD",):
+        return io
+    if threads == ("SQL_THREAD",):
+        return sql
+    return sql and (io or c.receiver is None)
+
+
 def _status_row(c: ChannelView) -> tuple[object, ...]:
     file, _, pos = c.relay_applied.rpartition(":")
     host, _, port = c.source.rpartition(":")
-    errno = c.last_error.split(":", 1)[0].removeprefix("Error ") if c.last_error else "0"
+    io = c.receiver
+    read_file, _, read_pos = io.read.rpartition(":") if io else ("", "", "4")
     return (
-        c.name, host, int(port), file, int(pos), "Yes" if c.state == "running" else "No",
-        None if c.lag_s is None or c.state != "running" else int(c.lag_s), int(errno),
-        c.last_error.split(": ", 1)[-1] if c.last_error else "", c.executed_gtids, 0,
+        c.name, host, int(port), file, int(pos), "Yes" if c.state in ("running", "waiting") else "No",
+        None if c.lag_s is None or c.state != "running" else int(c.lag_s), *_errno_error(c.last_error),
+        c.executed_gtids, 0, _IO_RUNNING.get(io.state, "No") if io else "No", io.io_state if io else "",
+        read_file, int(read_pos), io.retrieved_gtids if io else "", *_errno_error(io.last_error if io else ""),
     )  # fmt: skip
+
+
+def _errno_error(error: str) -> tuple[int, str]:
+    """ "Error N: message" as SHOW REPLICA STATUS's two columns."""
+    if not error:
+        return 0, ""
+    errno, _, message = error.partition(": ")
+    return int(errno.removeprefix("Error ")), message

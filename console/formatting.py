@@ -45,6 +45,11 @@ def utc_clock(epoch: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(epoch))
 
 
+def mysql_time(timestamp: str) -> str:
+    """A timestamp in MySQL's form (UTC, microseconds) to the second, said to be UTC."""
+    return f"{timestamp.split('.', 1)[0]} UTC"
+
+
 def channel_label(name: str) -> str:
     """The default channel has the empty name; MySQL writes it ''."""
     return name if name else "''"

@@ -33,6 +33,7 @@ STATE_LEVELS = {
     "applying": OK,
     "preparing": OK,
     "waiting": WARN,
+    "connecting": WARN,
     "recovering": WARN,
     "waiting for a dependency": WARN,
     "waiting for commit order": WARN,

@@ -39,6 +39,18 @@ SCENARIOS = (
         size=(120, 36),
     ),
     Scenario(
+        "receiver",
+        "Channels at 120x36, channel shop selected: it receives from its source, IO and SQL threads side by side",
+        ("left_square_bracket", "left_square_bracket"),
+        size=(120, 36),
+    ),
+    Scenario(
+        "receiver-error",
+        "Channel web: its source refuses the replication user, the IO thread retries with error 1045",
+        ("left_square_bracket",),
+        size=(120, 36),
+    ),
+    Scenario(
         "workers",
         "Workers of channel oltp with throughput and lag over the last minutes",
         ("right_square_bracket", "right_square_bracket", "right_square_bracket", "2"),

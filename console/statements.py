@@ -21,6 +21,15 @@ def stop(channel: str | None) -> str:
     return "STOP REPLICA" + for_channel(channel)
 
 
+def start_thread(thread: str, channel: str | None) -> str:
+    """START REPLICA IO_THREAD or SQL_THREAD: one of the channel's two threads."""
+    return f"START REPLICA {thread}" + for_channel(channel)
+
+
+def stop_thread(thread: str, channel: str | None) -> str:
+    return f"STOP REPLICA {thread}" + for_channel(channel)
+
+
 def reset(channel: str | None) -> str:
     return "RESET REPLICA" + for_channel(channel)
 

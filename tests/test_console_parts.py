@@ -3,6 +3,9 @@ what changed between snapshots, following a recovery, the statements the keys se
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
+
 import pytest
 
 from console.completion import complete
@@ -11,11 +14,18 @@ from console.recovery_follow import GRACE_S, RecoveryFollow
 from console.recovery_view import bitmap_rows
 from console.relaylog_pages import Pager, PageStart, next_file_name
 from console.statement_history import StatementHistory
-from console.statements import for_channel, is_destructive, recover, relaylog_events
+from console.statements import (
+    for_channel,
+    is_destructive,
+    recover,
+    relaylog_events,
+    start_thread,
+    stop_thread,
+)
 from console.thresholds import CRIT, OK, UNKNOWN, WARN, LagThresholds
 from console.transitions import changes
-from engine.replica.commands import ShowRelaylogEvents, StartReplica, parse_statement
-from engine.replica.monitor import ChannelView, Snapshot
+from engine.replica.commands import ShowRelaylogEvents, StartReplica, StopReplica, parse_statement
+from engine.replica.monitor import ChannelView, ReceiverView, Snapshot
 
 CHANNELS = ["m1", "m2", "oltp"]
 
@@ -217,11 +227,37 @@ def test_state_changes_errors_and_channels_coming_and_going_are_reported():
     assert changes(None, after) == [] and changes(after, after) == []
 
 
+def test_the_io_thread_s_state_changes_and_errors_are_reported_apart():
+    def receiving(state: str, error: str = "") -> ChannelView:
+        return replace(channel("live"), receiver=ReceiverView(state, "", "", "", error, ""))
+
+    refused = "Error 1045: Access denied for user 'repl'"
+    steps = [receiving("running"), receiving("connecting", refused), receiving("error", refused)]
+    found = [changes(Snapshot(1.0, (a,)), Snapshot(2.0, (b,))) for a, b in itertools.pairwise(steps)]
+    assert found == [
+        [
+            ("error", f"channel live IO thread: {refused}"),
+            ("note", "channel live IO thread: running → connecting"),
+        ],
+        [("error", "channel live IO thread: connecting → error")],  # the same error is not repeated
+    ]
+    # a channel that gains a receiver (CHANGE … SOURCE_USER) says so; one without never mentions it
+    assert changes(Snapshot(1.0, (channel("live"),)), Snapshot(2.0, (steps[0],))) == [
+        ("note", "channel live IO thread: none → running")
+    ]
+
+
 # -- the statements keys send ---------------------------------------------------------------------
 
 
 def test_the_statements_keys_send_parse_as_the_engine_reads_them():
     assert for_channel("it's") == " FOR CHANNEL 'it''s'"
+    for statement, kind, thread in (
+        (start_thread("IO_THREAD", "it's"), StartReplica, "IO_THREAD"),
+        (stop_thread("SQL_THREAD", "it's"), StopReplica, "SQL_THREAD"),
+    ):
+        command = parse_statement(statement)
+        assert isinstance(command, kind) and command.threads == (thread,) and command.channel == "it's"
     assert parse_statement(recover("it's")).channel == "it's"
     start = parse_statement(recover("bank"))
     assert isinstance(start, StartReplica) and start.until.kind == "SQL_AFTER_MTS_GAPS"

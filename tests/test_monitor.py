@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from engine.relaylog.index import read_index
 from engine.replica.control import ControlSocket, connect
 from engine.replica.errors import CommandError
-from engine.replica.monitor import event_rows, read_snapshot
+from engine.replica.monitor import ReceiverView, event_rows, read_snapshot
 from engine.replica.server import ReplicaServer
 
 from .conftest import MULTISOURCE
@@ -103,6 +104,41 @@ def test_the_in_process_pool_shows_as_one_slot_and_the_single_applier_has_none(t
         assert replica.wait(180)
         assert replica.run_of("m2").outcome.error is None
         assert "m2" not in replica.snapshot().pools  # the single applier has none
+    finally:
+        replica.close()
+
+
+def test_a_channel_that_connects_to_its_source_shows_its_io_thread(tmp_path):
+    """The receiver's view for a channel with SOURCE_HOST and SOURCE_USER; none for captured relay
+    logs, nor for a SOURCE_HOST that only labels them; a receiver that could not connect stopped in
+    error with its Last_IO_Errno, apart from the applier's."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    replica = ReplicaServer(tmp_path / "s.duckdb", tmp_path / "r.sqlite", follow=False)
+    try:
+        replica.execute(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M2}' FOR CHANNEL 'm2'")
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M1}', SOURCE_HOST = 'm1' FOR CHANNEL 'm1'"
+        )
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '127.0.0.1', SOURCE_PORT = {closed_port}, "
+            "SOURCE_USER = 'repl', SOURCE_PASSWORD = 'pw', SOURCE_LOG_FILE = 'source-bin.000003', "
+            f"SOURCE_LOG_POS = 1234, SOURCE_RETRY_COUNT = 1, RELAY_LOG = '{tmp_path}/relay/relay-bin' "
+            "FOR CHANNEL 'live'"
+        )
+        views = {c.name: c for c in replica.snapshot().channels}
+        assert views["m2"].receiver is None and views["m1"].receiver is None
+        assert views["live"].receiver == ReceiverView("stopped", "", "source-bin.000003:1234", "", "", "")
+
+        replica.execute("START REPLICA IO_THREAD FOR CHANNEL 'live'")
+        assert replica.wait(60)
+        live = next(c for c in replica.snapshot().channels if c.name == "live")
+        status = replica.status("live")[0]
+        assert live.receiver is not None and live.receiver.state == "error"
+        assert live.receiver.last_error == f"Error 2003: {status.last_io_error_message}"
+        assert live.receiver.last_error_at == status.last_io_error_timestamp
+        assert live.state == "stopped" and live.last_error == ""  # the applier is not in error
     finally:
         replica.close()
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.replay import ChannelRun
 from engine.replica.errors import CommandError
 from engine.replica.server import ReplicaServer
 from engine.slave.database import Slave
@@ -427,3 +428,34 @@ def test_fan_in_one_channel_failing_leaves_the_other_exact(tmp_path):
     # m2 stopped at the last whole transaction before the corruption: its tables exist, m1's are exact
     assert shop
     assert_tables_equal(tmp_path / "s.duckdb", expected, schemas=M1_DBS)
+
+
+def test_a_publisher_tick_between_registering_and_starting_a_run_does_not_freeze_its_status(
+    tmp_path, monkeypatch
+):
+    """START registers the channel's run, then starts its thread: a tick of the status publisher in
+    between sees a run that is not alive, which must not count as one that ended (its last state
+    published), or SHOW REPLICA STATUS would stay as it was before the START."""
+    replica = ReplicaServer(tmp_path / "slave.duckdb", tmp_path / "repository.sqlite", follow=False)
+    replica.execute(f"CHANGE REPLICATION SOURCE TO RELAY_LOG_INDEX = '{M2}' FOR CHANNEL 'm2'")
+    start = ChannelRun.start
+
+    def start_after_a_tick(run: ChannelRun) -> None:
+        replica._publish_once()  # the publisher's tick lands here
+        start(run)
+
+    monkeypatch.setattr(ChannelRun, "start", start_after_a_tick)
+    try:
+        replica.execute("START REPLICA FOR CHANNEL 'm2'")
+        assert replica.wait(120)
+        status = replica.execute("SHOW REPLICA STATUS FOR CHANNEL 'm2'")
+        shown = dict(zip(status.columns, status.rows[0], strict=True))
+        progress = replica.slave.progress("m2")
+        assert progress.transactions > 0
+        assert shown["Executed_Gtid_Set"] == progress.executed_gtids
+        assert (shown["Relay_Log_File"], shown["Relay_Log_Pos"]) == (
+            progress.relay_log_file,
+            progress.relay_log_pos,
+        )
+    finally:
+        replica.close()

@@ -4,6 +4,11 @@ The console never reads engine internals: it asks a ReplicaHandle (a ReplicaServ
 process, or a RemoteReplica behind a running `relaydeck serve`) for a Snapshot, the recovery
 picture of a channel, the events of a relay log, and sends statements. Snapshots are read from
 the repository, so they look the same whichever process runs the channels.
+
+A channel is its two threads, as in SHOW REPLICA STATUS: the SQL thread (the applier: ChannelView's
+own fields) and, for a channel that connects to its source, the IO thread (the receiver:
+ChannelView.receiver). A channel whose relay logs are captured, or written by another replica,
+has no receiver: `receiver` is None, which is not an error.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
 from ..relaylog.index import read_index
 from ..render import json_value
-from ..repository import Repository
-from .server import Result
+from ..repository import ZERO_TIMESTAMP, ChannelStatus, Repository
+from .server import Result, receives_from_source
 
 # ChannelStatus' states as an operator names them
 _STATES = {
@@ -31,6 +36,8 @@ _STATES = {
     "RECOVERING": "recovering",
     "WAITING FOR RELAY LOG": "waiting",
 }
+# Replica_IO_Running as an operator names it
+_IO_STATES = {"Yes": "running", "Connecting": "connecting", "No": "stopped"}
 # the multi-threaded applier's worker states, grouped
 _WORKER_STATES = {
     "waiting for dependent transaction to commit": "waiting for a dependency",
@@ -40,7 +47,21 @@ _WORKER_STATES = {
 
 
 @dataclass(frozen=True, slots=True)
+class ReceiverView:
+    """A channel's IO thread: the receiver that copies the source's binary log into its relay logs."""
+
+    state: str  # running / connecting (retrying) / stopped / error (it stopped on Last_IO_Error)
+    io_state: str  # Replica_IO_State: what it does right now ("" when stopped)
+    read: str  # Source_Log_File:Read_Source_Log_Pos, how far it received the source's binary log
+    retrieved_gtids: str  # Retrieved_Gtid_Set
+    last_error: str  # "" or "Error N: message" (Last_IO_Errno, Last_IO_Error)
+    last_error_at: str  # Last_IO_Error_Timestamp, UTC in MySQL's form; "" with no error
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelView:
+    """A channel: its SQL thread (the applier) and, if it has one, its IO thread (the receiver)."""
+
     name: str
     state: str  # running / stopped / error / recovering / waiting
     source: str  # host:port as CHANGE REPLICATION SOURCE TO recorded it
@@ -54,6 +75,11 @@ class ChannelView:
     workers_total: int  # 0: the single applier
     queue_fill: float  # 0..1 of replica_pending_jobs_size_max
     last_error: str  # "" or "Error N: message"
+    # Relay_Source_Log_File:Exec_Source_Log_Pos: the source's binary log position applied up to,
+    # to set against the receiver's read position
+    source_executed: str = ""
+    last_error_at: str = ""  # Last_SQL_Error_Timestamp, UTC in MySQL's form; "" with no error
+    receiver: ReceiverView | None = None  # None: relay logs captured or written by another replica
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +184,9 @@ def read_snapshot(repository: Repository, now: float | None = None) -> Snapshot:
                 workers_total=rows.get("workers_total") or 0,
                 queue_fill=rows.get("queue_fill") or 0.0,
                 last_error=error,
+                source_executed=_position(status.relay_source_log_file, status.exec_source_log_pos),
+                last_error_at=_timestamp(status.last_error_timestamp) if error else "",
+                receiver=_receiver(repository, status),
             )
         )
         workers[status.channel_name] = tuple(
@@ -180,6 +209,35 @@ def read_snapshot(repository: Repository, now: float | None = None) -> Snapshot:
         if rows.get("pool_kind"):
             pools[status.channel_name] = _pool(status.channel_name, rows, repository, state)
     return Snapshot(time.time() if now is None else now, tuple(channels), workers, pools)
+
+
+def _receiver(repository: Repository, status: ChannelStatus) -> ReceiverView | None:
+    """The IO thread of a channel that connects to its source (or whose receiver ran or failed
+    anyway: a START REPLICA IO_THREAD of a channel with a SOURCE_HOST alone); else None."""
+    name = status.channel_name
+    io_running = status.replica_io_running
+    if not (receives_from_source(repository, name) or io_running != "No" or status.last_io_error_number):
+        return None
+    state = _IO_STATES[io_running]
+    if state == "stopped" and status.last_io_error_number:
+        state = "error"
+    error = (
+        f"Error {status.last_io_error_number}: {status.last_io_error_message}"
+        if status.last_io_error_number
+        else ""
+    )
+    return ReceiverView(
+        state=state,
+        io_state=status.replica_io_state,
+        read=_position(status.source_log_file, status.read_source_log_pos),
+        retrieved_gtids=status.retrieved_gtid_set,
+        last_error=error,
+        last_error_at=_timestamp(status.last_io_error_timestamp) if error else "",
+    )
+
+
+def _timestamp(value: str | None) -> str:
+    return "" if not value or value == ZERO_TIMESTAMP else value
 
 
 def _pool(channel: str, stats: dict[str, Any], repository: Repository, channel_state: str) -> PoolView:

@@ -475,7 +475,7 @@ class ReplicaServer:
         elif not cmd.threads:
             # START REPLICA: both threads of a channel that has a source to connect to
             for name in targets:
-                if _receives(self.repository, name) and not self.receiving(name):
+                if receives_from_source(self.repository, name) and not self.receiving(name):
                     started.append(self._start_receiver(name))
         if not self.follow:
             for receiver in started:  # without follow, the applier applies what was received
@@ -671,7 +671,10 @@ class ReplicaServer:
             for run in list(self._runs.values()):
                 if run in self._published_last:
                     continue
-                finished = not run.is_alive()  # read before publishing: its last state is then in
+                # read before publishing: its last state is then in. A run not started yet (START
+                # registers it, then starts it) is not finished: taken for one, it would never be
+                # published again, and its status would stay as it was before the START.
+                finished = run.thread.ident is not None and not run.is_alive()
                 try:
                     run.publish(reader)
                 except Exception:  # noqa: BLE001 - the publisher must outlive one bad tick
@@ -734,7 +737,7 @@ def start_targets(repository: Repository, cmd: StartReplica) -> list[str]:
     return [name]
 
 
-def _receives(repository: Repository, name: str) -> bool:
+def receives_from_source(repository: Repository, name: str) -> bool:
     """Whether START REPLICA runs the channel's receiver too: it names a source to connect to
     (SOURCE_HOST and SOURCE_USER). A SOURCE_HOST alone labels relay logs another replica writes."""
     mi = repository.master_info(name) or {}
