@@ -43,7 +43,6 @@ import argparse
 import json
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -58,6 +57,7 @@ WORK = ROOT / "benchmarks" / "work"
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
+from lags import lag_distribution  # noqa: E402
 from machine import measurement_header  # noqa: E402
 
 from engine.generate import generate  # noqa: E402
@@ -323,11 +323,6 @@ class CommitLog:
         return len(self.rows)
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def lag_figures(commits: CommitLog, feeder: Feeder) -> dict[str, object]:
     """Lag of the paced transactions, in the order they were appended."""
     # Each commit timestamp the applier read must be the one the feeder wrote into that GTID event.
@@ -336,18 +331,14 @@ def lag_figures(commits: CommitLog, feeder: Feeder) -> dict[str, object]:
     lags = [(committed - ts / 1e6) * 1000 for ts, committed, _ in rows]
     if not lags:
         return {"applied": 0, "timestamps_mismatched": mismatched}
-    fifth = max(1, len(lags) // 5)
-    first, last = statistics.median(lags[:fifth]), statistics.median(lags[-fifth:])
+    figures = lag_distribution(lags)
+    first, last = figures["lag_ms_first_20pct_median"], figures["lag_ms_last_20pct_median"]
     appended = sorted(feeder.appended_us[gtid] for gtid in feeder.paced)
     feed_s = (appended[-1] - appended[0]) / 1e6
     apply_s = rows[-1][1] - rows[0][0] / 1e6 if len(rows) > 1 else 0.0
     return {
         "paced_applied": len(lags),
-        "lag_ms_p50": round(statistics.median(lags), 1),
-        "lag_ms_p99": round(percentile(lags, 0.99), 1),
-        "lag_ms_max": round(max(lags), 1),
-        "lag_ms_first_20pct_median": round(first, 1),
-        "lag_ms_last_20pct_median": round(last, 1),
+        **figures,
         "kept_up": last <= KEPT_UP_FACTOR * first + KEPT_UP_SLACK_MS,
         "fed_trx_per_s": round((len(appended) - 1) / feed_s) if feed_s > 0 else None,
         # from the first append to the last commit: falls below the feed rate when the applier lags

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from lags import lag_distribution  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
 from engine.binlog.columns import decode_rows_event  # noqa: E402
@@ -148,11 +149,6 @@ def table_rows(txn: Transaction) -> list[tuple[int, int, int]]:
     return rows
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def lag_figures(pairs: list[tuple[int, float]], warmup_s: float) -> dict[str, object]:
     """pairs: (committed_us, commit time in seconds) per transaction."""
     if not pairs:
@@ -163,17 +159,14 @@ def lag_figures(pairs: list[tuple[int, float]], warmup_s: float) -> dict[str, ob
     if not lags:
         return {"measured": 0}
     fifth = max(1, len(lags) // 5)
-    first, last = statistics.median(lags[:fifth]), statistics.median(lags[-fifth:])
+    figures = lag_distribution(lags)
+    first, last = figures["lag_ms_first_20pct_median"], figures["lag_ms_last_20pct_median"]
     measured = [us for us in (us for us, _ in pairs) if us >= start_us]
     # between the middles of the first and the last fifth
     span_s = (statistics.median(measured[-fifth:]) - statistics.median(measured[:fifth])) / 1e6
     return {
         "measured": len(lags),
-        "lag_ms_p50": round(statistics.median(lags), 1),
-        "lag_ms_p99": round(percentile(lags, 0.99), 1),
-        "lag_ms_max": round(max(lags), 1),
-        "lag_ms_first_20pct_median": round(first, 1),
-        "lag_ms_last_20pct_median": round(last, 1),
+        **figures,
         "lag_growth_ms_per_s": round((last - first) / span_s, 1) if span_s > 0 else None,
         "kept_up": last <= first + KEPT_UP_SLACK_MS,
     }

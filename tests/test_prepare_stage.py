@@ -178,16 +178,9 @@ class _RecordingApplier(ParallelApplier):
         return super()._reader(continuity)
 
 
-@pytest.mark.parametrize("kind", ["writeset", "logical_clock", "database"])
-def test_prepared_transactions_get_the_dependencies_read_ones_get(kind, tmp_path, monkeypatch):
-    """On a log whose DDL changes keys mid-way. WRITESET: a transaction prepared before a DDL that
-    changed its table's keys has no writeset the coordinator may use, so it follows its
-    predecessor (as MySQL schedules a transaction without a writeset); no prepared transaction
-    may ever run beside one that the ordinary reader would have ordered it after."""
-    import engine.applier.processes as processes
-
-    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 50)  # many segments in flight at each DDL
-    summary = generate("ddl", 3, tmp_path / "relay")
+def _prepared_and_read_dependencies(summary, kind: str, tmp_path) -> tuple[dict[int, int], dict[int, int]]:
+    """Job.after of every transaction, prepared by the preparing stage and read by the coordinator
+    itself; both slaves compared with the oracle."""
     expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
     dependencies = []
     for read_here in (False, True):
@@ -204,13 +197,25 @@ def test_prepared_transactions_get_the_dependencies_read_ones_get(kind, tmp_path
             slave.close()
         assert_tables_equal(tmp_path / f"{read_here}.duckdb", expected)
     prepared, read = dependencies
+    return prepared, read
+
+
+@pytest.mark.parametrize("kind", ["writeset", "logical_clock", "database"])
+def test_prepared_transactions_get_the_dependencies_read_ones_get(kind, tmp_path, monkeypatch):
+    """On a log whose DDL changes keys mid-way. WRITESET: a transaction prepared before a DDL that
+    changed its table's keys has no writeset the coordinator may use, so it follows its
+    predecessor (as MySQL schedules a transaction without a writeset); no prepared transaction
+    may ever run beside one that the ordinary reader would have ordered it after."""
+    import engine.applier.processes as processes
+
+    monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 50)  # many segments in flight at each DDL
+    summary = generate("ddl", 3, tmp_path / "relay")
+    prepared, read = _prepared_and_read_dependencies(summary, kind, tmp_path)
     assert len(prepared) == summary.transactions
     if kind != "writeset":
         assert prepared == read
     else:
         assert prepared.keys() == read.keys()
-        assert all(prepared[o] >= read[o] for o in read)
-        # the writesets hashed where the runs were prepared are used: transactions run side by side
         assert all(prepared[o] >= read[o] for o in read)
 
 
@@ -221,21 +226,7 @@ def test_prepared_writesets_let_independent_transactions_run_side_by_side(tmp_pa
 
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 40)
     summary = generate("oltp", 12, tmp_path / "relay", size_mb=6)
-    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
-    dependencies = []
-    for read_here in (False, True):
-        slave = Slave(tmp_path / f"{read_here}.duckdb")
-        try:
-            applier = _RecordingApplier(
-                slave, "", read_index(summary.index_file), ParallelOptions(3, "writeset", pool="threads")
-            )
-            applier.read_here = read_here
-            applier.run()
-            dependencies.append(applier.after_of)
-        finally:
-            slave.close()
-        assert_tables_equal(tmp_path / f"{read_here}.duckdb", expected)
-    prepared, read = dependencies
+    prepared, read = _prepared_and_read_dependencies(summary, "writeset", tmp_path)
     assert prepared.keys() == read.keys()
     # never beside a transaction the reader would order it after ...
     assert all(prepared[o] >= read[o] for o in read)
