@@ -1,7 +1,7 @@
 """Replay with the Spark pool against the process pool, on the same generated relay log.
 
     python benchmarks/spark_pool.py [--size MB] [--workers N] [--parallel-type TYPE] [--repeats N]
-                                    [--spark-master URL]
+                                    [--spark-master URL | --cluster]
 
 Both runs are the parallel applier with the same workers and scheduler; only the preparing
 stage's executor differs: local processes, or Spark tasks (local[N], or the cluster given). Each
@@ -97,8 +97,25 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--parallel-type", default="logical_clock")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--spark-master", default=None, help="a cluster URL (default: local mode)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--spark-master", default=None, help="a cluster URL (default: local mode)")
+    where.add_argument(
+        "--cluster",
+        action="store_true",
+        help="start a standalone cluster (a master and a worker of --workers cores, on 127.0.0.1) "
+        "for the Spark runs",
+    )
     args = parser.parse_args()
+    if args.cluster:
+        from engine.spark.standalone import standalone_cluster
+
+        with standalone_cluster(cores=args.workers) as url:
+            args.spark_master = url
+            return measure(args)
+    return measure(args)
+
+
+def measure(args: argparse.Namespace) -> int:
     index = ensure_relay_log(args.workload, args.size, args.seed)
     expected = index.parent / "expected"
     rounds = []
@@ -126,6 +143,7 @@ def main() -> int:
         "workers": args.workers,
         "parallel_type": args.parallel_type,
         "spark_master": args.spark_master or f"local[{args.workers}]",
+        "standalone_cluster_started_here": args.cluster,
         "rounds": rounds,
         "spark_over_processes_median": statistics.median(r["spark_over_processes"] for r in rounds),
         "identical_tables": all(
