@@ -343,3 +343,58 @@ if __name__ == "__main__":
         _replay_on_cluster(sys.argv[1], sys.argv[2])
     else:
         _compare_on_cluster(sys.argv[1])
+
+
+class _StallingTask:
+    """A task that signals it started (its segment's files are written by then), then never ends."""
+
+    def __init__(self, started: Path) -> None:
+        self.started = started
+
+    def run(self, segment) -> None:  # type: ignore[no-untyped-def]
+        self.started.write_text(str(segment.files[0].parent))
+        time.sleep(3600)
+
+    def to_arrow(self, result: None) -> bytes:
+        return b""
+
+
+def _task_in_a_forked_process(task: _StallingTask, shipped):  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    process = multiprocessing.get_context("fork").Process(
+        target=run_shipped, args=(task, shipped), daemon=True
+    )
+    process.start()
+    deadline = time.monotonic() + 60
+    while not task.started.exists():
+        assert process.is_alive() and time.monotonic() < deadline, "the stalling task did not start"
+        time.sleep(0.05)
+    return process
+
+
+def test_the_folder_of_a_task_killed_with_its_replay_is_removed_by_the_next_task(tmp_path, monkeypatch):
+    # A SIGKILLed replay takes Spark's JVM and Python workers with it, and a task's `finally` does
+    # not run: its folder (the segment's relay-log bytes, up to 24 MB) stayed in the temporary
+    # folder, one per killed task.
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    segment = next(plan_segments(read_index(CHANNELS[0].index_file), None, 4, 200))
+    shipped = ship(segment, _DriverWalk().state_at(segment))
+    killed = _task_in_a_forked_process(_StallingTask(tmp_path / "killed"), shipped)
+    alive = _task_in_a_forked_process(_StallingTask(tmp_path / "alive"), shipped)
+    try:
+        killed_folder = Path((tmp_path / "killed").read_text())
+        alive_folder = Path((tmp_path / "alive").read_text())
+        os.kill(killed.pid, 9)  # type: ignore[attr-defined]
+        killed.join(30)  # type: ignore[attr-defined]
+        assert killed_folder.is_dir()
+        task = PrepareTask(100)
+        data = run_shipped(task, shipped)
+        assert_same_items(task.from_arrow(data, segment), prepare_segment(copy.deepcopy(segment), 100))
+        assert not killed_folder.exists()
+        assert alive_folder.is_dir(), "the folder of a task still running was removed"
+        assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == [alive_folder.name]
+    finally:
+        alive.kill()  # type: ignore[attr-defined]
+        alive.join(30)  # type: ignore[attr-defined]

@@ -120,10 +120,14 @@ def _format_end(data: Any, size: int) -> int:
     return min(size, 4 + int.from_bytes(data[4 + 9 : 4 + 13], "little"))
 
 
+_SEGMENT_FOLDER = "relaydeck-segment-"  # + the pid of the Python worker running the task + "-"
+
+
 def run_shipped(task: SegmentTask[R], shipped: ShippedSegment) -> bytes:
     """In the Spark task: the segment's files rebuilt in a temporary folder, the task run there."""
     relax_garbage_collector()  # as in the local processes (the Python worker outlives the task)
-    folder = Path(tempfile.mkdtemp(prefix="relaydeck-segment-"))
+    remove_folders_of_ended_tasks()
+    folder = Path(tempfile.mkdtemp(prefix=f"{_SEGMENT_FOLDER}{os.getpid()}-"))
     try:
         paths = []
         for shipped_file in shipped.files:
@@ -142,10 +146,39 @@ def run_shipped(task: SegmentTask[R], shipped: ShippedSegment) -> bytes:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def remove_folders_of_ended_tasks() -> None:
+    """Remove the segment folders whose Python worker has ended. A replay killed with SIGKILL
+    takes Spark's JVM and its Python workers with it, and the task's own removal never runs: each
+    task it was running left a folder of up to SEGMENT_SCALE x 6 MB of relay log (a 50-kill
+    storm, benchmarks/kill_storm.py, left 140 MB). The next task on the machine removes them."""
+    root = Path(tempfile.gettempdir())
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(_SEGMENT_FOLDER):
+            continue
+        pid = entry.name[len(_SEGMENT_FOLDER) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(root / entry.name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _warm_up(_: int) -> int:
     from ..applier import prepare  # noqa: F401 - imported for the tasks that follow
 
     relax_garbage_collector()
+    remove_folders_of_ended_tasks()
     return os.getpid()
 
 
