@@ -13,6 +13,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.applier.executor import is_structural
 from engine.binlog.columns import RowImages
@@ -21,7 +23,7 @@ from engine.scheduling.clock import LogicalClock
 from engine.scheduling.gaq import GroupAssignmentQueue
 from engine.scheduling.partition import MAX_DBS_IN_QUERY_MTS, Claim, DatabasePartitions
 from engine.scheduling.rowkeys import _loose, transaction_writeset
-from engine.scheduling.writeset import WritesetHistory, writeset_hash
+from engine.scheduling.writeset import WritesetHistory, one_column_hashes, writeset_hash
 from engine.slave.schema import Catalog, MysqlForeignKey
 from engine.transactions import Position, Transaction
 
@@ -674,3 +676,29 @@ def test_writeset_dependencies_are_safe(oltp: _Workload) -> None:
             below_predecessor += 1
     # The check means something only if the writesets do allow parallelism somewhere.
     assert below_predecessor > 10
+
+
+_KEY_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.text(max_size=12),
+    st.binary(max_size=12),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3),
+    st.floats(allow_nan=False),
+    st.dates(),
+)
+
+
+@given(values=st.lists(_KEY_VALUES, max_size=30), key_name=st.sampled_from(["PRIMARY", "uk_name"]))
+def test_the_inlined_one_column_hashes_are_writeset_hash_of_each_value(values, key_name):
+    """The preparing stage's fast path for keys of one column hashes exactly what writeset_hash
+    hashes (the coordinator's ordinary path uses it): a key hashed both ways must collide."""
+    out: list[int] = []
+    one_column_hashes("db", "t", key_name, values, range(len(values)), out, _loose)
+    expected = [
+        writeset_hash("db", "t", key_name, (_loose(v),))
+        for v in values
+        if key_name == "PRIMARY" or _loose(v) is not None
+    ]
+    assert out == expected

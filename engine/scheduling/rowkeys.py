@@ -21,7 +21,7 @@ from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.events import Query, RowsEvent, TableMap
 from ..slave.schema import Catalog, MysqlTable
 from ..transactions import Transaction, statement_verb
-from .writeset import writeset_hash
+from .writeset import one_column_hashes, writeset_hash
 
 _DELIMITERS = frozenset({"BEGIN", "COMMIT", "XA", "SAVEPOINT", "RELEASE"})
 
@@ -82,6 +82,9 @@ def table_keys(table: MysqlTable, catalog: Catalog) -> KeyColumns | None:
 def key_hashes(keys: KeyColumns, columns: Sequence[Sequence[object]], rows: range, out: list[int]) -> None:
     """Add the hashes of every key of the rows `rows` of full images held column-wise."""
     for db, name, key_name, indexes in keys:
+        if len(indexes) == 1:
+            one_column_hashes(db, name, key_name, columns[indexes[0]], rows, out, _loose)
+            continue
         values = [columns[c] for c in indexes]
         for row in rows:
             key = tuple(_loose(v[row]) for v in values)
