@@ -9,7 +9,7 @@ run is a whole `relaydeck replay` in its own process, Spark's start-up included 
 not wait for it: local processes prepare until Spark is ready, and the run reports how many
 segments Spark prepared). Runs alternate (processes, Spark, processes, …) so the ratio is measured
 side by side. Each slave's tables are compared with the generator's oracle. Figures are printed
-and written to benchmarks/results/spark_pool.json.
+and written to benchmarks/results/spark_pool.json (spark_pool_cluster.json with --cluster).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def measure(args: argparse.Namespace) -> int:
             r["processes"]["identical_tables"] and r["spark"]["identical_tables"] for r in rounds
         ),  # type: ignore[index]
     }
-    write_results("spark_pool", results)
+    write_results("spark_pool_cluster" if args.cluster else "spark_pool", results)
     print(f"median Spark / processes: {results['spark_over_processes_median']}")
     return 0 if results["identical_tables"] else 1
 
