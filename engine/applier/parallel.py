@@ -94,6 +94,8 @@ RUN_LENGTH = 2000
 # one DuckDB commit per handful of transactions would cost more than the parallelism gains.
 GATHER_MIN = 1000
 GATHER_WAIT_S = 0.2
+# Transactions of a prepared run claimed and enqueued together under DATABASE
+PARTITION_PIECE = 256
 # A queue is still growing when one of the coordinator's last RECENT_PER_WORKER x workers
 # transactions went to it (DATABASE spreads consecutive transactions over the partitions' workers).
 RECENT_PER_WORKER = 16
@@ -458,11 +460,13 @@ class ParallelApplier:
         stale = self._hashed_with_other_keys(run, keys) if writesets is not None else ()
         if (
             not applied_before
-            and self.options.parallel_type != "database"
             and self.options.schedule is None
             and max(t.size for t in run.transactions) <= self.options.pending_jobs_size_max // 4
         ):
-            self._schedule_in_pieces(run, writesets, stale)
+            if self.options.parallel_type == "database":
+                self._schedule_in_partitions(run)
+            else:
+                self._schedule_in_pieces(run, writesets, stale)
             return
         for index, txn in enumerate(run.transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
@@ -545,6 +549,64 @@ class ParallelApplier:
                 if txn.gtid:
                     scheduled.add(txn.gtid)
             index += count
+
+    def _schedule_in_partitions(self, run: PreparedRun) -> None:
+        """A prepared run under DATABASE, a piece at a time: each transaction claims its partitions
+        as _claim_partitions claims them, and the piece's transactions are enqueued together, in
+        ordinal order, under one lock and one wake-up. A claim that would have to wait (a database
+        held by another worker) or run alone ends the piece: that transaction goes the one-by-one
+        way, which waits, once everything before it is enqueued."""
+        transactions = run.transactions
+        limit = self.options.pending_jobs_size_max
+        preserve = self.options.preserve_commit_order
+        workers = self._workers
+        index = 0
+        while index < len(transactions):
+            if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
+                return  # STOP waits for what was assigned, not for the rest of the run
+            count = min(PARTITION_PIECE, len(transactions) - index)
+            size = sum(t.size for t in transactions[index : index + count])
+            # everything before the piece is enqueued, so the workers drain towards this
+            room = WORKER_QUEUE_LENGTH - count
+            self._wait(lambda room=room: all(len(w.queue) <= room for w in workers), "queue_full")
+            self._wait(lambda size=size: self._pending_bytes + size <= limit, "total_size")
+            jobs: list[Job] = []
+            with self._lock:
+                ordinal = self._gaq.next_ordinal
+                loads = [w.queued_bytes for w in workers]
+                last_on_database = self._last_on_database
+                for position in range(index, index + count):
+                    txn = transactions[position]
+                    databases = txn.databases
+                    claim = self._partitions.claim(databases, loads, preserve)
+                    if claim.kind != "assign":
+                        break
+                    after = max(last_on_database.get(db, 0) for db in databases) if preserve else 0  # type: ignore[union-attr]
+                    for db in databases:  # type: ignore[union-attr]
+                        last_on_database[db] = ordinal
+                    jobs.append(
+                        Job(ordinal, txn, after, False, None, databases, claim.worker, False, run, position)
+                    )
+                    loads[claim.worker] += txn.size
+                    ordinal += 1
+                for job in jobs:
+                    self._gaq.enqueue(job.worker, job)
+                    worker = workers[job.worker]
+                    worker.queue.append(job)
+                    worker.queued_bytes += job.txn.size
+                    self._pending_bytes += job.txn.size
+                for worker in workers:
+                    worker.status.queued = len(worker.queue)
+                self._caught_up = False
+                self._lock.notify_all()
+            scheduled = self._scheduled
+            for job in jobs:
+                if job.txn.gtid:
+                    scheduled.add(job.txn.gtid)
+            index += len(jobs)
+            if len(jobs) < count:
+                self._schedule(transactions[index], prepared=(run, index))
+                index += 1
 
     def _hashed_with_other_keys(self, run: PreparedRun, keys: WritesetKeys) -> Collection[int]:
         """The run's transactions whose writesets were hashed with keys other than the slave's now
