@@ -495,14 +495,7 @@ class ParallelApplier:
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # STOP waits for what was assigned, not for the rest of the run
             with self._lock:
-                if self._run_left <= 0 or len(self._workers[self._run_worker].queue) >= WORKER_QUEUE_LENGTH:
-                    self._run_left = 0
-                    loads = [len(w.queue) for w in self._workers]
-                    start = (self._run_worker + 1) % len(self._workers)
-                    order = [(start + i) % len(self._workers) for i in range(len(self._workers))]
-                    self._run_worker = min(order, key=lambda w: loads[w])
-                    self._run_left = self._run_length
-                worker_index = self._run_worker
+                worker_index = self._run_worker_locked()
                 count = min(self._run_left, len(transactions) - index, WORKER_QUEUE_LENGTH)
             worker = self._workers[worker_index]
             # room for at least one transaction, as _enqueue waits for it; the piece is what fits
@@ -534,20 +527,8 @@ class ParallelApplier:
                 jobs.append(job)
                 ordinal += 1
             with self._lock:
-                self._caught_up = False
-                gaq = self._gaq
-                for job in jobs:
-                    gaq.enqueue(worker_index, job)
-                worker.queue.extend(jobs)
-                worker.queued_bytes += size
-                worker.status.queued = len(worker.queue)
-                self._pending_bytes += size
+                self._enqueue_piece_locked(jobs)
                 self._run_left -= count
-                self._lock.notify_all()
-            scheduled = self._scheduled
-            for txn in piece:
-                if txn.gtid:
-                    scheduled.add(txn.gtid)
             index += count
 
     def _schedule_in_partitions(self, run: PreparedRun) -> None:
@@ -589,20 +570,7 @@ class ParallelApplier:
                     )
                     loads[claim.worker] += txn.size
                     ordinal += 1
-                for job in jobs:
-                    self._gaq.enqueue(job.worker, job)
-                    worker = workers[job.worker]
-                    worker.queue.append(job)
-                    worker.queued_bytes += job.txn.size
-                    self._pending_bytes += job.txn.size
-                for worker in workers:
-                    worker.status.queued = len(worker.queue)
-                self._caught_up = False
-                self._lock.notify_all()
-            scheduled = self._scheduled
-            for job in jobs:
-                if job.txn.gtid:
-                    scheduled.add(job.txn.gtid)
+                self._enqueue_piece_locked(jobs)
             index += len(jobs)
             if len(jobs) < count:
                 self._schedule(transactions[index], prepared=(run, index))
@@ -738,15 +706,39 @@ class ParallelApplier:
 
     def _choose_worker(self, job: Job) -> int:
         with self._lock:
-            if self._run_left > 0 and len(self._workers[self._run_worker].queue) < WORKER_QUEUE_LENGTH:
-                self._run_left -= 1
-                return self._run_worker
+            worker = self._run_worker_locked()
+            self._run_left -= 1
+            return worker
+
+    def _run_worker_locked(self) -> int:
+        """The worker the coordinator's current run of consecutive transactions goes to: the same
+        one while the run lasts and its queue has room, then the least loaded one after it."""
+        if self._run_left <= 0 or len(self._workers[self._run_worker].queue) >= WORKER_QUEUE_LENGTH:
             loads = [len(w.queue) for w in self._workers]
             start = (self._run_worker + 1) % len(self._workers)
             order = [(start + i) % len(self._workers) for i in range(len(self._workers))]
             self._run_worker = min(order, key=lambda w: loads[w])
-            self._run_left = self._run_length - 1
-            return self._run_worker
+            self._run_left = self._run_length
+        return self._run_worker
+
+    def _enqueue_piece_locked(self, jobs: list[Job]) -> None:
+        """Jobs numbered from the GAQ's next ordinal on, each with its worker, enqueued in order
+        with one wake-up of the workers (the caller holds the lock and has waited for room)."""
+        workers = self._workers
+        for job in jobs:
+            self._gaq.enqueue(job.worker, job)
+            worker = workers[job.worker]
+            worker.queue.append(job)
+            worker.queued_bytes += job.txn.size
+            self._pending_bytes += job.txn.size
+        for worker in workers:
+            worker.status.queued = len(worker.queue)
+        self._caught_up = False
+        self._lock.notify_all()
+        scheduled = self._scheduled
+        for job in jobs:
+            if job.txn.gtid:
+                scheduled.add(job.txn.gtid)
 
     def _enqueue(self, job: Job, worker_index: int) -> None:
         size = job.txn.size
