@@ -15,9 +15,7 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
-from engine.errors import RelaydeckError
-from engine.replica.errors import CommandError
-from engine.replica.monitor import ChannelView, ReplicaHandle, Snapshot
+from engine.api import ChannelView, CommandError, RelaydeckError, ReplicaHandle, Snapshot
 
 from . import statements
 from .channels_view import ChannelsView, visible_channels

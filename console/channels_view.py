@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from engine.replica.monitor import ChannelView, ReceiverView, Snapshot
+from engine.api import ChannelView, ReceiverView, Snapshot
 
 from . import formatting as fmt
 from .messages import ChannelSelected

@@ -11,8 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from engine.replica.server import CHANGE_OPTIONS
-from engine.replica.variables import VARIABLES
+from engine.api import CHANGE_OPTIONS, VARIABLES
 
 # The words of the statements the engine accepts, in the order a DBA meets them
 KEYWORDS = (

@@ -16,11 +16,25 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from engine.applier.recovery import GroupAfterLwm, RecoveryPicture, WorkerCheckpointRow
-from engine.replica.commands import ShowRelaylogEvents, ShowReplicaStatus, StartReplica, parse_statement
-from engine.replica.errors import already_running, channel_does_not_exist
-from engine.replica.monitor import ChannelView, PoolSlotView, PoolView, ReceiverView, Snapshot, WorkerView
-from engine.replica.server import ReplicaServer, Result
+from engine.api import (
+    ChannelView,
+    GroupAfterLwm,
+    PoolSlotView,
+    PoolView,
+    ReceiverView,
+    RecoveryPicture,
+    ReplicaServer,
+    Result,
+    ShowRelaylogEvents,
+    ShowReplicaStatus,
+    Snapshot,
+    StartReplica,
+    WorkerCheckpointRow,
+    WorkerView,
+    already_running,
+    channel_does_not_exist,
+    parse_statement,
+)
 
 from .cli import BUNDLED_RELAY_LOG
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from engine.replica.monitor import Snapshot
+from engine.api import Snapshot
 
 HISTORY_SECONDS = 600.0  # what the console remembers; a plot shows the newest part that fits
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.replica.errors import Warning_
-from engine.replica.server import Result
+from engine.api import Result, Warning_
 
 
 @dataclass(frozen=True, slots=True)

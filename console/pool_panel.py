@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from engine.replica.monitor import PoolView
+from engine.api import PoolView
 
 from . import formatting as fmt
 from .palette import MUTED, state_level, style

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.replica.monitor import ChannelView
+from engine.api import ChannelView
 
 from . import formatting as fmt
 

@@ -13,9 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from engine.applier.recovery import GroupAfterLwm, RecoveryPicture, WorkerCheckpointRow
-from engine.errors import RelaydeckError
-from engine.replica.monitor import ReplicaHandle
+from engine.api import GroupAfterLwm, RecoveryPicture, RelaydeckError, ReplicaHandle, WorkerCheckpointRow
 
 from . import formatting as fmt
 from .messages import RecoveryRequested

@@ -14,9 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from engine.errors import RelaydeckError
-from engine.replica.errors import CommandError
-from engine.replica.monitor import EventRows, ReplicaHandle, event_rows
+from engine.api import CommandError, EventRows, RelaydeckError, ReplicaHandle, event_rows
 
 from . import formatting as fmt
 from . import statements

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from engine.replica.server import Result
+from engine.api import Result
 
 from .outcome import Outcome
 from .palette import ERROR, MUTED, NOTE, OK, style

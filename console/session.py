@@ -13,12 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
-from engine.replica.config import ServeConfig, apply_config, load_config
-from engine.replica.control import ControlSocket, connect
-from engine.replica.monitor import ReplicaHandle
-from engine.replica.server import ReplicaServer
-from engine.repository import Repository
+from engine.api import (
+    ControlSocket,
+    RelaydeckError,
+    ReplicaHandle,
+    ReplicaServer,
+    Repository,
+    ServeConfig,
+    apply_config,
+    connect,
+    load_config,
+)
 
 
 @dataclass
@@ -66,7 +71,7 @@ def open_config(path: Path) -> Session:
 
 def open_example(work: Path, out: TextIO = sys.stderr, feed_seconds: float | None = None) -> Session:
     """feed_seconds: how long the feeder takes to append the generated relay logs (default: the example's)."""
-    from engine.replica.example import FEED_SECONDS, example_repository, prepare_example
+    from engine.api import FEED_SECONDS, example_repository, prepare_example
 
     session = attach(example_repository(work))
     if session is not None:

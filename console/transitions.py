@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.replica.monitor import ReceiverView, Snapshot
+from engine.api import ReceiverView, Snapshot
 
 from .formatting import channel_label
 from .palette import ERROR, NOTE

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from engine.replica.monitor import ChannelView, Snapshot, WorkerView
+from engine.api import ChannelView, Snapshot, WorkerView
 
 from . import formatting as fmt
 from .history import Sample

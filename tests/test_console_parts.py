@@ -24,8 +24,8 @@ from console.statements import (
 )
 from console.thresholds import CRIT, OK, UNKNOWN, WARN, LagThresholds
 from console.transitions import changes
+from engine.api import ChannelView, ReceiverView, Snapshot
 from engine.replica.commands import ShowRelaylogEvents, StartReplica, StopReplica, parse_statement
-from engine.replica.monitor import ChannelView, ReceiverView, Snapshot
 
 CHANNELS = ["m1", "m2", "oltp"]
 

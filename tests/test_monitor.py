@@ -10,8 +10,9 @@ import pytest
 from engine.relaylog.index import read_index
 from engine.replica.control import ControlSocket, connect
 from engine.replica.errors import CommandError
-from engine.replica.monitor import ReceiverView, event_rows, read_snapshot
+from engine.replica.monitor import event_rows, read_snapshot
 from engine.replica.server import ReplicaServer
+from engine.replica.views import ReceiverView
 
 from .conftest import MULTISOURCE
 from .paused_pool import paused_pool

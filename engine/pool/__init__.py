@@ -24,8 +24,22 @@ from .executors import (
     InProcessExecutor,
     ProcessExecutor,
     SegmentTask,
-    make_executor,
+    local_cores,
 )
+from .spark import SparkExecutor
+
+
+def make_executor(kind: str, workers: int, spark_master: str | None = None) -> Executor:
+    """The executor a `--pool` names; `workers` segments side by side (processes: at most one
+    per core, more would only take turns)."""
+    if kind == "threads":
+        return InProcessExecutor()
+    if kind == "processes":
+        return ProcessExecutor(max(1, min(workers, local_cores())))
+    if kind == "spark":
+        return SparkExecutor(workers, spark_master)
+    raise ValueError(f"the worker pool is one of {', '.join(EXECUTOR_KINDS)}")
+
 
 __all__ = [
     "EXECUTOR_KINDS",

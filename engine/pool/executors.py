@@ -216,17 +216,3 @@ class ProcessExecutor:
 
 def local_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def make_executor(kind: str, workers: int, spark_master: str | None = None) -> Executor:
-    """The executor a `--pool` names; `workers` segments side by side (processes: at most one
-    per core, more would only take turns)."""
-    if kind == "threads":
-        return InProcessExecutor()
-    if kind == "processes":
-        return ProcessExecutor(max(1, min(workers, local_cores())))
-    if kind == "spark":
-        from .spark import SparkExecutor
-
-        return SparkExecutor(workers, spark_master)
-    raise ValueError(f"the worker pool is one of {', '.join(EXECUTOR_KINDS)}")

@@ -36,8 +36,9 @@ from ..errors import RelaydeckError
 from ..private_files import NotPrivate, check_own_socket, private_directory
 from ..repository import ChannelStatus, Repository
 from .errors import CR_CONNECTION_ERROR, ER_ACCESS_DENIED_ERROR, CommandError
-from .monitor import Snapshot, read_snapshot
-from .server import ReplicaServer, Result
+from .monitor import read_snapshot
+from .server import ReplicaServer
+from .views import Result, Snapshot
 
 MAX_LINE = 1 << 20
 SOCKET_NAME = "control.sock"

@@ -5,20 +5,15 @@ process, or a RemoteReplica behind a running `relaydeck serve`) for a Snapshot, 
 picture of a channel, the events of a relay log, and sends statements. Snapshots are read from
 the repository, so they look the same whichever process runs the channels.
 
-A channel is its two threads, as in SHOW REPLICA STATUS: the SQL thread (the applier: ChannelView's
-own fields) and, for a channel that connects to its source, the IO thread (the receiver:
-ChannelView.receiver). A channel whose relay logs are captured, or written by another replica,
-has no receiver: `receiver` is None, which is not an error.
+The values themselves (Snapshot, ChannelView, …) live in views.py.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ..applier.recovery import RecoveryPicture
 from ..binlog.columns import decode_rows_event
 from ..binlog.events import RowsEvent, TableMap
 from ..binlog.reader import BinlogFile, ReaderState
@@ -26,7 +21,8 @@ from ..errors import RelaydeckError
 from ..relaylog.index import read_index
 from ..render import json_value
 from ..repository import ZERO_TIMESTAMP, ChannelStatus, Repository
-from .server import Result, receives_from_source
+from .receiving import receives_from_source
+from .views import ChannelView, EventRows, PoolSlotView, PoolView, ReceiverView, Snapshot, WorkerView
 
 # ChannelStatus' states as an operator names them
 _STATES = {
@@ -44,111 +40,6 @@ _WORKER_STATES = {
     "waiting for preceding transaction to commit": "waiting for commit order",
     "waiting for an event from the coordinator": "idle",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiverView:
-    """A channel's IO thread: the receiver that copies the source's binary log into its relay logs."""
-
-    state: str  # running / connecting (retrying) / stopped / error (it stopped on Last_IO_Error)
-    io_state: str  # Replica_IO_State: what it does right now ("" when stopped)
-    read: str  # Source_Log_File:Read_Source_Log_Pos, how far it received the source's binary log
-    retrieved_gtids: str  # Retrieved_Gtid_Set
-    last_error: str  # "" or "Error N: message" (Last_IO_Errno, Last_IO_Error)
-    last_error_at: str  # Last_IO_Error_Timestamp, UTC in MySQL's form; "" with no error
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelView:
-    """A channel: its SQL thread (the applier) and, if it has one, its IO thread (the receiver)."""
-
-    name: str
-    state: str  # running / stopped / error / recovering / waiting
-    source: str  # host:port as CHANGE REPLICATION SOURCE TO recorded it
-    relay_read: str  # file:pos the reader has reached
-    relay_applied: str  # file:pos of the last committed transaction (the LWM with workers)
-    executed_gtids: str
-    transactions: int
-    trx_per_s: float
-    lag_s: float | None  # source time between the newest transaction read and the newest applied
-    workers_busy: int
-    workers_total: int  # 0: the single applier
-    queue_fill: float  # 0..1 of replica_pending_jobs_size_max
-    last_error: str  # "" or "Error N: message"
-    # Relay_Source_Log_File:Exec_Source_Log_Pos: the source's binary log position applied up to,
-    # to set against the receiver's read position
-    source_executed: str = ""
-    last_error_at: str = ""  # Last_SQL_Error_Timestamp, UTC in MySQL's form; "" with no error
-    receiver: ReceiverView | None = None  # None: relay logs captured or written by another replica
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerView:
-    channel: str
-    worker: int
-    state: str  # idle / applying / waiting for a dependency / waiting for commit order / error / stopped
-    applying: str
-    queued: int
-    queued_bytes: int
-    transactions: int
-    trx_per_s: float
-    last_applied: str
-    last_applied_at: str  # UTC, MySQL's form; "" before the first
-    checkpoint_seqno: int
-    error: str
-
-
-@dataclass(frozen=True, slots=True)
-class PoolSlotView:
-    """One slot of a channel's preparing pool: a process, a Spark task slot, the in-process one."""
-
-    slot: str  # "process 1", "spark task 2", "local (Spark starting)", "in-process", "queue"
-    state: str  # idle / preparing / queued / stopped
-    segment: str  # where the segment it works on starts, file:pos ("" when none); the queue: how many
-
-
-@dataclass(frozen=True, slots=True)
-class PoolView:
-    """The preparing pool of a multi-threaded channel's last start: where its relay log is read,
-    decoded and turned into the workers' row changes."""
-
-    channel: str
-    kind: str  # threads (in-process) / processes / spark
-    workers: int  # segments it prepares side by side
-    segments_done: int
-    prepared_runs: int  # runs the workers applied as prepared
-    runs_read_again: int  # prepared runs or transactions that went the ordinary way instead
-    slots: tuple[PoolSlotView, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    taken_at: float  # epoch seconds
-    channels: tuple[ChannelView, ...]
-    workers: dict[str, tuple[WorkerView, ...]] = field(default_factory=dict)
-    pools: dict[str, PoolView] = field(default_factory=dict)  # channels without one are absent
-
-
-@dataclass(frozen=True, slots=True)
-class EventRows:
-    """The decoded row images of one rows event (before/after per row), for the relay-log browser."""
-
-    table: str
-    kind: str
-    rows: tuple[tuple[dict[str, Any] | None, dict[str, Any] | None], ...]
-    note: str = ""
-
-
-class ReplicaHandle(Protocol):
-    def execute(self, statement: str) -> Result: ...
-
-    def snapshot(self) -> Snapshot: ...
-
-    def recovery(self, channel: str) -> RecoveryPicture: ...
-
-    def kill(self, channel: str | None = None) -> None: ...
-
-    def relay_log_index(self, channel: str) -> str: ...
 
 
 def read_snapshot(repository: Repository, now: float | None = None) -> Snapshot:

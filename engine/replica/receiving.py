@@ -122,3 +122,10 @@ def relay_log_purge(repository: Repository) -> bool:
 
     text = repository.global_variables().get("relay_log_purge")
     return True if text is None else bool(from_text(VARIABLES["relay_log_purge"], text))
+
+
+def receives_from_source(repository: Repository, name: str) -> bool:
+    """Whether START REPLICA runs the channel's receiver too: it names a source to connect to
+    (SOURCE_HOST and SOURCE_USER). A SOURCE_HOST alone labels relay logs another replica writes."""
+    mi = repository.master_info(name) or {}
+    return bool(mi.get("Host") and mi.get("User_name"))

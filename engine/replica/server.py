@@ -21,12 +21,13 @@ Differences from MySQL a DBA should know:
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..applier.controls import StartControls
 from ..applier.parallel import POOLS, ParallelOptions
+from ..applier.recovery import RecoveryPicture, recovery_pictures
 from ..applier.single import BatchLimits, CommitCallback, Until, gtid_set_text
 from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
@@ -69,7 +70,9 @@ from .errors import (
     parse_error,
     same_host_port,
 )
-from .receiving import ReceiverRun
+from .monitor import read_snapshot
+from .receiving import ReceiverRun, receives_from_source
+from .views import Result, Snapshot
 
 # CHANGE REPLICATION SOURCE TO options recorded in master_info (display; no connection is made)
 _MASTER_INFO_OPTIONS = {
@@ -108,30 +111,6 @@ _APPLIER_OPTIONS = {name.upper() for name, var in v.VARIABLES.items() if var.per
 CHANGE_OPTIONS = set(_MASTER_INFO_OPTIONS) | _RELAY_OPTIONS | _APPLIER_OPTIONS | {"SOURCE_DELAY"}
 # What may change while the channel's applier runs: it only reads the rest at START.
 _WHILE_RUNNING = set(_MASTER_INFO_OPTIONS)
-
-
-@dataclass(slots=True)
-class Result:
-    """What a statement returns: a result set (maybe empty) and the notes it left."""
-
-    columns: tuple[str, ...] = ()
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
-    warnings: list[Warning_] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "columns": list(self.columns),
-            "rows": [list(r) for r in self.rows],
-            "warnings": [{"level": w.level, "code": w.code, "message": w.message} for w in self.warnings],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Result:
-        return cls(
-            tuple(data["columns"]),
-            [tuple(r) for r in data["rows"]],
-            [Warning_(w["level"], w["code"], w["message"]) for w in data["warnings"]],
-        )
 
 
 class ReplicaServer:
@@ -201,15 +180,12 @@ class ReplicaServer:
     def status(self, channel: str | None = None) -> list[ChannelStatus]:
         return self.repository.status(channel)
 
-    def snapshot(self):  # type: ignore[no-untyped-def]
+    def snapshot(self) -> Snapshot:
         """What the console shows (engine/replica/monitor.py)."""
-        from .monitor import read_snapshot
-
         return read_snapshot(self.repository)
 
-    def recovery(self, channel: str):  # type: ignore[no-untyped-def]
+    def recovery(self, channel: str) -> RecoveryPicture:
         """The recovery picture of a channel, from this server's own slave connection."""
-        from ..applier.recovery import recovery_pictures
 
         name = self._existing(channel)
         session = self.slave.session()
@@ -735,13 +711,6 @@ def start_targets(repository: Repository, cmd: StartReplica) -> list[str]:
     if not _relay_log_index(repository, name):
         raise _not_configured(name)
     return [name]
-
-
-def receives_from_source(repository: Repository, name: str) -> bool:
-    """Whether START REPLICA runs the channel's receiver too: it names a source to connect to
-    (SOURCE_HOST and SOURCE_USER). A SOURCE_HOST alone labels relay logs another replica writes."""
-    mi = repository.master_info(name) or {}
-    return bool(mi.get("Host") and mi.get("User_name"))
 
 
 def _relay_log_index(repository: Repository, name: str) -> str:
