@@ -11,8 +11,9 @@ Format facts follow MySQL's sql-common/json_binary.h and sql/json_diff.cc:
 * Opaque values are a MySQL field type byte, a length and raw bytes; NEWDECIMAL holds
   precision, scale and MySQL's binary decimal, temporal types hold a packed int64.
 
-The package's modules: ``decoder`` (bytes to Python values), ``text`` (values printed as MySQL
-prints JSON) and ``diffs`` (partial updates: decoded and applied).
+The package's modules: ``decoder`` (bytes to Python values), ``encoder`` (Python values to
+bytes, for the generator's row images), ``text`` (values printed as MySQL prints JSON) and
+``diffs`` (partial updates: decoded and applied).
 """
 
 from engine.binlog.json_binary.decoder import JsonOpaque, decode_json
@@ -23,14 +24,18 @@ from engine.binlog.json_binary.diffs import (
     read_json_diff_column,
     read_packed_int,
 )
+from engine.binlog.json_binary.encoder import JsonValue, encode_json, json_key_order
 from engine.binlog.json_binary.text import json_text
 
 __all__ = [
     "JsonDiff",
     "JsonOpaque",
+    "JsonValue",
     "apply_json_diffs",
     "decode_json",
     "decode_json_diffs",
+    "encode_json",
+    "json_key_order",
     "json_text",
     "read_json_diff_column",
     "read_packed_int",

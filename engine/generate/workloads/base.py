@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
-from engine.binlog.writer import ColumnDef, TableDef
+from engine.binlog.column_types import ColumnDef, TableDef
 from engine.generate.workloads.source import SourceServer
 
 col = ColumnDef.of

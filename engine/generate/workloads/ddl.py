@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 
-from engine.binlog.writer import ColumnDef, TableDef
+from engine.binlog.column_types import ColumnDef, TableDef
 from engine.generate.oracle import TableKey
 from engine.generate.workloads.base import Workload, col, create_database, create_table, money, table_def
 from engine.generate.workloads.source import SourceServer

@@ -7,8 +7,8 @@ import random
 import string
 from decimal import Decimal
 
+from engine.binlog.column_types import TableDef
 from engine.binlog.constants import EventType
-from engine.binlog.writer import TableDef
 from engine.generate.oracle import TableKey
 from engine.generate.workloads.base import (
     Workload,

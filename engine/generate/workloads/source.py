@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from engine.binlog.column_types import TableDef
 from engine.binlog.constants import (
     INTVAR_INSERT_ID,
     INTVAR_LAST_INSERT_ID,
@@ -23,7 +24,6 @@ from engine.binlog.constants import (
 )
 from engine.binlog.writer import (
     QueryStatusVars,
-    TableDef,
     intvar_body,
     query_body,
     rand_body,

@@ -7,7 +7,7 @@ import random
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from engine.binlog.writer import ColumnDef, TableDef
+from engine.binlog.column_types import ColumnDef, TableDef
 from engine.generate.workloads.base import Workload, col, create_database, create_table, table_def
 from engine.generate.workloads.source import EPOCH, Row, SourceServer
 
