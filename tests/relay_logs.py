@@ -6,16 +6,9 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from engine.binlog.column_types import ColumnDef, TableDef
 from engine.binlog.constants import ROWS_FLAG_STMT_END, EventType
-from engine.binlog.writer import (
-    ColumnDef,
-    QueryStatusVars,
-    TableDef,
-    query_body,
-    rows_body_prefix,
-    table_map_body,
-    xid_body,
-)
+from engine.binlog.writer import QueryStatusVars, query_body, rows_body_prefix, table_map_body, xid_body
 from engine.generate.relay_writer import ChannelSettings, RelayLogWriter, SourceEvent
 
 START = 1_700_000_000

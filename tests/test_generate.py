@@ -22,15 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.binlog.column_types import decimal_to_bin, parse_column_type, time2_bytes
 from engine.binlog.constants import EventFlag, EventType
-from engine.binlog.writer import (
-    FORMAT_DESCRIPTION_SIZE,
-    decimal_to_bin,
-    encode_json,
-    parse_column_type,
-    time2_bytes,
-    transaction_length,
-)
+from engine.binlog.json_binary import encode_json
+from engine.binlog.writer import FORMAT_DESCRIPTION_SIZE, transaction_length
 from engine.generate import WORKLOADS, GenerateSummary, RotationSizes, generate, generate_with
 from engine.generate.oracle import MysqlRand, csv_field, render_value
 from engine.scheduling.writeset import WritesetHistory, writeset_hash

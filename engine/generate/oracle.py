@@ -17,7 +17,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from engine.binlog.writer import DECIMAL_CONTEXT, ColumnTypeInfo, TableDef, json_key_order
+from engine.binlog.column_types import DECIMAL_CONTEXT, ColumnTypeInfo, TableDef
+from engine.binlog.json_binary import json_key_order
 
 TableKey = tuple[str, str]
 TempKey = tuple[int, str, str]  # (thread_id, db, name): temporary tables live in a session
