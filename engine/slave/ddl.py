@@ -97,6 +97,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from .database import sandbox_config
+from .identifiers import quote_ident
 from .names import duckdb_schema
 from .schema import (
     Catalog,
@@ -140,11 +141,6 @@ class DdlPlan:
     kind: str
     reason: str | None = None
     tables: tuple[TableKey, ...] = ()
-
-
-def quote_ident(name: str) -> str:
-    """A DuckDB identifier for any name: double-quoted, inner double quotes doubled."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _quote_string(text: str) -> str:
