@@ -9,17 +9,18 @@ Parse -> model -> realize:
    DEFAULT, ADD/DROP PRIMARY KEY/INDEX/UNIQUE/FOREIGN KEY, RENAME TO, ENGINE=, FORCE,
    ALGORITHM=/LOCK=). Where it cannot, a small named pre-transform rewrites the clause on the
    token level (never a regex over the text) into a form it parses (`pretransforms`,
-   `split_alter`). Only RENAME TABLE, which sqlglot keeps as an opaque command, is read from
-   tokens entirely.
+   `column_rewrites`, `split_alter`). Only RENAME TABLE, which sqlglot keeps as an opaque
+   command, is read from tokens entirely.
 2. *Model.* The syntax tree updates a copy of the `Catalog` (`model`); ALTER clauses apply in
    order (`apply_alter`) to a draft of the table that also remembers where each column's values
    come from (`draft`).
 3. *Realize.* DuckDB statements are derived from the old and new models (`realize`, `values`).
 
 Modules, in the order a statement meets them: `tokens` (dialect, tokens, the error),
-`pretransforms`, `split_alter`, `model`, `draft`, `apply_alter`, `values`, `realize`; `translation`
-dispatches a statement by its first word to `create`, `drop` (and TRUNCATE), `alter` or `rename`;
-`plan` holds the result type and the reasons for ignoring statements.
+`pretransforms`, `column_rewrites`, `split_alter`, `model`, `draft`, `apply_alter`, `values`,
+`realize`; `translation` dispatches a statement by its first word to `create`, `drop` (and
+TRUNCATE), `alter` or `rename`; `plan` holds the result type and the reasons for ignoring
+statements.
 
 Decisions:
 
@@ -54,9 +55,9 @@ Decisions:
 from __future__ import annotations
 
 from ..untranslatable import UntranslatableStatement
+from .column_rewrites import canonical_column_definition
 from .plan import DdlPlan
 from .pretransforms import (
-    canonical_column_definition,
     canonical_create_index,
     canonical_key_definition,
     strip_wait_and_algorithm,

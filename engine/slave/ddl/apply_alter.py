@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from ..schema import same_column_name
 from ..types import TEXT_TYPES
+from .column_rewrites import ColumnNotes
 from .draft import Draft, Slot, apply_definition, new_column_fill
 from .model import (
     BINARY_OF_TEXT,
@@ -27,7 +28,7 @@ from .model import (
     mysql_type_text,
     name_of,
 )
-from .pretransforms import CharsetOptions, ColumnNotes
+from .pretransforms import CharsetOptions
 from .split_alter import Clause
 from .tokens import DIALECT, TranslationError
 

@@ -21,7 +21,7 @@ from ..types import (
     ConversionError,
     duckdb_type,
 )
-from .pretransforms import ColumnNotes
+from .column_rewrites import ColumnNotes
 from .tokens import DIALECT, TranslationError, quote_string
 
 _T = exp.DataType.Type

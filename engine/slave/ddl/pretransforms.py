@@ -6,14 +6,8 @@ with dialect 'mysql':
 - `unwrap_executable_comments`: /*! ... */, /*!NNNNN ... */ and MariaDB's /*M!NNNNNN ... */ hold
   SQL MySQL executes (sysbench writes /*! ENGINE = innodb */, servers log
   DROP /*!40005 TEMPORARY */ TABLE); sqlglot drops them as comments.
-- `canonical_column_definition`: type synonyms sqlglot misreads or rejects (INT8 read as TINYINT,
-  REAL as FLOAT, LONG as BIGINT, BOOL as BOOLEAN; INT3, MIDDLEINT, LONG VARCHAR, LONG VARBINARY,
-  NATIONAL CHAR/VARCHAR, CHAR VARYING, CHAR(n) BYTE, SERIAL, FLOAT UNSIGNED rejected) and column
-  attributes it rejects (VISIBLE, PERSISTENT, SERIAL DEFAULT VALUE, COLUMN_FORMAT, STORAGE,
-  ENGINE_ATTRIBUTE, SECONDARY_ENGINE_ATTRIBUTE, SRID, REF_SYSTEM_ID, COMPRESSED,
-  WITHOUT SYSTEM VERSIONING). Spatial and MariaDB type names it does not know (POINT, POLYGON,
-  INET6, ...) are read as named types by enabling user-defined types in the dialect.
-  WITH SYSTEM VERSIONING is refused: MariaDB then adds hidden columns that row events carry.
+- `column_rewrites.canonical_column_definition`: type synonyms and column attributes sqlglot
+  misreads or rejects (see there).
 - `canonical_key_definition`: every index definition as `KIND name (columns)`, options dropped:
   sqlglot rejects PRIMARY KEY USING BTREE (a), MariaDB's IGNORED and ADD INDEX IF NOT EXISTS
   (lifted out), and one canonical shape keeps the model builder simple.
@@ -32,10 +26,11 @@ with dialect 'mysql':
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlglot.tokens import TokenType
 
+from .column_rewrites import ColumnNotes, canonical_column_definition
 from .tokens import Tokens, TranslationError, is_wordlike, tokenize
 
 
@@ -76,125 +71,6 @@ def unwrap_executable_comments(sql: str) -> str:
                 k += 1
     pieces.append(sql[copied:])
     return "".join(pieces)
-
-
-# Type synonyms: (words, replacement). sqlglot reads INT8 as TINYINT, REAL as FLOAT and LONG as
-# BIGINT, and rejects the rest; MySQL's meanings are on the right.
-_TYPE_SYNONYMS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("LONG", "VARBINARY"), "MEDIUMBLOB"),
-    (("LONG", "CHAR", "VARYING"), "MEDIUMTEXT"),
-    (("LONG", "CHARACTER", "VARYING"), "MEDIUMTEXT"),
-    (("LONG", "VARCHAR"), "MEDIUMTEXT"),
-    (("LONG",), "MEDIUMTEXT"),
-    (("NATIONAL", "CHAR", "VARYING"), "NVARCHAR"),
-    (("NATIONAL", "CHARACTER", "VARYING"), "NVARCHAR"),
-    (("NATIONAL", "VARCHAR"), "NVARCHAR"),
-    (("NATIONAL", "CHAR"), "NCHAR"),
-    (("NATIONAL", "CHARACTER"), "NCHAR"),
-    (("NCHAR", "VARCHAR"), "NVARCHAR"),
-    (("NCHAR", "VARYING"), "NVARCHAR"),
-    (("CHAR", "VARYING"), "VARCHAR"),
-    (("CHARACTER", "VARYING"), "VARCHAR"),
-    (("INT1",), "TINYINT"),
-    (("INT2",), "SMALLINT"),
-    (("INT3",), "MEDIUMINT"),
-    (("MIDDLEINT",), "MEDIUMINT"),
-    (("INT4",), "INT"),
-    (("INT8",), "BIGINT"),
-    (("FLOAT4",), "FLOAT"),
-    (("FLOAT8",), "DOUBLE"),
-    (("REAL",), "DOUBLE"),  # REAL is DOUBLE unless sql_mode REAL_AS_FLOAT
-    (("BOOL",), "TINYINT(1)"),
-    (("BOOLEAN",), "TINYINT(1)"),
-    (("SERIAL",), "BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE"),
-)
-
-# Column attributes sqlglot rejects and that mean nothing on the slave: word -> tokens it spans
-# after itself (an optional '=' is skipped too).
-_DROPPED_COLUMN_ATTRIBUTES: dict[str, int] = {
-    "VISIBLE": 0,
-    "ENGINE_ATTRIBUTE": 1,
-    "SECONDARY_ENGINE_ATTRIBUTE": 1,
-    "COLUMN_FORMAT": 1,
-    "STORAGE": 1,
-    "SRID": 1,
-    "REF_SYSTEM_ID": 1,
-}
-
-
-@dataclass
-class ColumnNotes:
-    """What a pre-transform had to take out of column definitions for sqlglot to parse them."""
-
-    unsigned_floats: set[str] = field(default_factory=set)  # casefolded names of FLOAT ... UNSIGNED
-
-
-def canonical_column_definition(tk: Tokens, i: int, j: int, notes: ColumnNotes) -> str:
-    """Column definition tokens i..j-1 (name first) rewritten into what sqlglot parses.
-
-    >>> tk = Tokens("id INT8 UNSIGNED VISIBLE COLUMN_FORMAT DYNAMIC")
-    >>> canonical_column_definition(tk, 0, len(tk), ColumnNotes())
-    'id BIGINT UNSIGNED'
-    >>> notes = ColumnNotes()
-    >>> tk = Tokens("f FLOAT UNSIGNED NOT NULL")
-    >>> canonical_column_definition(tk, 0, len(tk), notes), notes.unsigned_floats
-    ('f FLOAT NOT NULL', {'f'})
-    """
-    changes: dict[int, str | None] = {}
-    column_name = tk.name(i)
-    k = i + 1
-    type_word = tk.word(k)
-    for words, replacement in _TYPE_SYNONYMS:
-        if tk.words(k, *words):
-            changes[k] = replacement
-            for extra in range(1, len(words)):
-                changes[k + extra] = None
-            type_word = replacement.split("(")[0].split()[0]
-            k += len(words)
-            break
-    else:
-        k += 1
-    if tk.kind(k) == TokenType.L_PAREN:
-        k = tk.close(k) + 1
-    while k < j:
-        word = tk.word(k)
-        nxt = k + 1
-        if tk.kind(k) == TokenType.L_PAREN:
-            nxt = tk.close(k) + 1
-        elif word in ("AFTER", "DEFAULT", "COLLATE", "CHARSET"):
-            nxt = tk.skip_group(k + 1)  # the name or value that follows is not an attribute
-        elif word == "UNSIGNED" and type_word == "FLOAT":
-            # sqlglot has no unsigned FLOAT; the model gets it from the notes instead.
-            notes.unsigned_floats.add(column_name.casefold())
-            changes[k] = None
-        elif word == "BYTE" and type_word in ("CHAR", "CHARACTER"):
-            changes[i + 1] = "BINARY"  # CHAR(n) BYTE is BINARY(n)
-            changes[k] = None
-        elif word in _DROPPED_COLUMN_ATTRIBUTES:
-            span = _DROPPED_COLUMN_ATTRIBUTES[word]
-            if span and tk.kind(k + 1) == TokenType.EQ:
-                span += 1
-            for d in range(span + 1):
-                changes[k + d] = None
-            nxt = k + span + 1
-        elif word == "COMPRESSED":  # MariaDB: COMPRESSED[=method]
-            changes[k] = None
-            if tk.kind(k + 1) == TokenType.EQ:
-                changes[k + 1] = changes[k + 2] = None
-                nxt = k + 3
-        elif word == "WITH" and tk.words(k + 1, "SYSTEM", "VERSIONING"):
-            raise TranslationError("system-versioned tables are not supported")
-        elif word == "WITHOUT" and tk.words(k + 1, "SYSTEM", "VERSIONING"):
-            changes[k] = changes[k + 1] = changes[k + 2] = None
-            nxt = k + 3
-        elif word == "PERSISTENT":  # MariaDB's word for STORED
-            changes[k] = "STORED"
-        elif word == "SERIAL" and tk.words(k + 1, "DEFAULT", "VALUE"):
-            changes[k] = "NOT NULL AUTO_INCREMENT UNIQUE"
-            changes[k + 1] = changes[k + 2] = None
-            nxt = k + 3
-        k = nxt
-    return tk.rebuild(i, j, changes)
 
 
 _KEY_WORDS = frozenset({"PRIMARY", "KEY", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL"})

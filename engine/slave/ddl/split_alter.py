@@ -16,14 +16,8 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from ..untranslatable import abbreviate
-from .pretransforms import (
-    CharsetOptions,
-    ColumnNotes,
-    canonical_column_definition,
-    canonical_key_definition,
-    is_key_definition,
-    table_options,
-)
+from .column_rewrites import ColumnNotes, canonical_column_definition
+from .pretransforms import CharsetOptions, canonical_key_definition, is_key_definition, table_options
 from .tokens import Tokens, TranslationError, parse
 
 

@@ -13,10 +13,11 @@ from sqlglot import exp
 from ..schema import Catalog, MysqlTable, TableKey
 from ..untranslatable import UntranslatableStatement
 from .alter import alter
+from .column_rewrites import ColumnNotes
 from .create import create
 from .drop import drop, truncate
 from .plan import IGNORED_STATEMENTS, DdlPlan
-from .pretransforms import ColumnNotes, unwrap_executable_comments
+from .pretransforms import unwrap_executable_comments
 from .realize import DuckdbNames
 from .rename import rename
 from .tokens import Tokens, TranslationError
