@@ -43,7 +43,20 @@ class ClauseScope:
 
 
 def apply_clause(draft: Draft, clause: Clause, scope: ClauseScope) -> None:
-    """One ALTER TABLE clause applied to the draft."""
+    """One ALTER TABLE clause applied to the draft.
+
+    >>> from engine.slave.ddl.split_alter import alter_clauses
+    >>> from engine.slave.ddl.tokens import Tokens
+    >>> from engine.slave.schema import MysqlColumn
+    >>> draft = Draft.empty("db", "t", CharsetOptions(), temporary=False)
+    >>> draft.slots.append(Slot(MysqlColumn("a", "int", "int"), "a"))
+    >>> scope = ClauseScope(ColumnNotes(), new_name=str)
+    >>> tk = Tokens("ADD COLUMN b INT NOT NULL FIRST, RENAME COLUMN a TO c, ADD KEY (c)")
+    >>> for clause in alter_clauses(tk, 0, len(tk), scope.notes):
+    ...     apply_clause(draft, clause, scope)
+    >>> [(slot.column.name, slot.source, slot.fill) for slot in draft.slots], draft.indexes
+    ([('b', None, 'default'), ('c', 'a', None)], {'c': ('c',)})
+    """
     if clause.ignored is not None:
         return
     if clause.options is not None:

@@ -130,7 +130,15 @@ class Draft:
         return next((n for n in self.indexes if n.casefold() == name.casefold()), None)
 
     def free_index_name(self, base: str) -> str:
-        """MySQL's name for an unnamed key: its first column, then _2, _3, ..."""
+        """MySQL's name for an unnamed key: its first column, then _2, _3, ...
+
+        >>> draft = Draft.empty("db", "t", CharsetOptions(), temporary=False)
+        >>> draft.slots.append(Slot(MysqlColumn("a", "int", "int"), None))
+        >>> draft.add_key(KeySpec("index", None, ("a",)))
+        >>> draft.add_key(KeySpec("unique", None, ("a",)))
+        >>> draft.indexes, draft.unique
+        ({'a': ('a',), 'a_2': ('a',)}, ['a_2'])
+        """
         candidate, n = base, 2
         while self._index_named(candidate) is not None or candidate.upper() == "PRIMARY":
             candidate, n = f"{base}_{n}", n + 1

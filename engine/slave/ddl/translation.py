@@ -49,6 +49,20 @@ class DdlTranslator:
     has the name of an attached DuckDB database, which DuckDB would otherwise find ambiguous).
     time_zone: the source session's time zone, used where MySQL converts between DATETIME and
     TIMESTAMP values during DDL (DEFAULTs, type changes).
+
+    >>> from engine.slave.schema import MysqlDatabase
+    >>> catalog = Catalog()
+    >>> catalog.add_database(MysqlDatabase("shop", "utf8mb4", None))
+    >>> plan = DdlTranslator().translate("CREATE TABLE t (id INT8 PRIMARY KEY, v VARCHAR(10))", "shop", catalog)
+    >>> plan.kind, plan.statements, plan.catalog[("shop", "t")].primary_key
+    ('create_table', ['CREATE TABLE "shop"."t" ("id" BIGINT, "v" VARCHAR)'], ('id',))
+    >>> plan = DdlTranslator().translate("ALTER TABLE t ADD COLUMN n INT NOT NULL FIRST", "shop", plan.catalog)
+    >>> for statement in plan.statements:
+    ...     print(statement)
+    CREATE TABLE "shop"."t__relaydeck_rebuild" ("n" INTEGER, "id" BIGINT, "v" VARCHAR)
+    INSERT INTO "shop"."t__relaydeck_rebuild" SELECT CAST(0 AS INTEGER), "id", "v" FROM "shop"."t"
+    DROP TABLE "shop"."t"
+    ALTER TABLE "shop"."t__relaydeck_rebuild" RENAME TO "t"
     """
 
     def __init__(self, *, duckdb_catalog: str | None = None, time_zone: str = "UTC") -> None:
