@@ -18,9 +18,10 @@ Parse -> model -> realize:
 
 Modules, in the order a statement meets them: `tokens` (dialect, tokens, the error),
 `pretransforms`, `column_rewrites`, `split_alter`, `model`, `draft`, `apply_alter`, `values`,
-`realize`; `translation` dispatches a statement by its first word to `create`, `drop` (and
-TRUNCATE), `alter` or `rename`; `plan` holds the result type and the reasons for ignoring
-statements.
+`realize`; `translator` dispatches a statement by its first word to `create`, `drop` (and
+TRUNCATE), `alter` or `rename`, functions of the `translation` under way; `plan` holds the result
+type and the reasons for ignoring statements. No module imports its way back to itself: the
+statement handlers import `translation`, and only `translator` imports them.
 
 Decisions:
 
@@ -65,7 +66,7 @@ from .pretransforms import (
     unwrap_executable_comments,
 )
 from .split_alter import alter_clauses
-from .translation import DdlTranslator
+from .translator import DdlTranslator
 
 __all__ = [
     "DdlPlan",

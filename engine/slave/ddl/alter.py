@@ -7,8 +7,6 @@ ALTER TABLE: the clauses (`split_alter`) apply in order to a draft of the table
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlglot.tokens import TokenType
 
 from ..schema import MysqlDatabase
@@ -20,9 +18,7 @@ from .pretransforms import table_options
 from .realize import AlterRealizer
 from .split_alter import alter_clauses
 from .tokens import Tokens, TranslationError
-
-if TYPE_CHECKING:
-    from .translation import Translation
+from .translation import Translation
 
 
 def alter(t: Translation, tk: Tokens) -> DdlPlan:

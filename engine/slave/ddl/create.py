@@ -10,7 +10,6 @@ model-only (see the package's docstring); temporary tables too (plan kind 'tempo
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -28,9 +27,7 @@ from .model import (
 from .plan import IGNORED_OBJECTS, DdlPlan
 from .pretransforms import CharsetOptions, canonical_create_index, canonical_create_table, table_options
 from .tokens import Tokens, TranslationError, parse
-
-if TYPE_CHECKING:
-    from .translation import Translation
+from .translation import Translation
 
 _CREATE_OBJECTS = frozenset({"DATABASE", "SCHEMA", "TABLE", "INDEX", "SEQUENCE", *IGNORED_OBJECTS})
 

@@ -6,8 +6,6 @@ a DELETE, which runs in the caller's transaction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlglot import exp
 
 from ..identifiers import quote_ident
@@ -17,9 +15,7 @@ from .model import drop_targets
 from .plan import IGNORED_OBJECTS, IGNORED_STATEMENTS, DdlPlan
 from .pretransforms import strip_wait_and_algorithm
 from .tokens import Tokens, TranslationError, parse
-
-if TYPE_CHECKING:
-    from .translation import Translation
+from .translation import Translation
 
 
 def drop(t: Translation, tk: Tokens) -> DdlPlan:

@@ -6,14 +6,10 @@ database is copied there (DuckDB cannot move a table between schemas). RENAME US
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..schema import TableKey
 from .plan import IGNORED_OBJECTS, DdlPlan
 from .tokens import Tokens, TranslationError
-
-if TYPE_CHECKING:
-    from .translation import Translation
+from .translation import Translation
 
 
 def rename(t: Translation, tk: Tokens) -> DdlPlan:
