@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import doctest
+import importlib
+import pkgutil
 from pathlib import Path
 
 import duckdb
@@ -28,6 +31,7 @@ from engine.slave import (
     duckdb_type,
     quote_ident,
 )
+from engine.slave import ddl as ddl_package
 from engine.slave.ddl import unwrap_executable_comments
 from engine.slave.guard import RefusedStatement
 
@@ -89,6 +93,24 @@ def test_quote_ident_doubles_double_quotes() -> None:
     assert quote_ident("plain") == '"plain"'
     assert quote_ident('a"b') == '"a""b"'
     assert quote_ident("x.y z`ü") == '"x.y z`ü"'
+
+
+DDL_MODULES = ["engine.slave.identifiers"] + [
+    f"{ddl_package.__name__}.{m.name}" for m in pkgutil.iter_modules(ddl_package.__path__)
+]
+
+
+@pytest.mark.parametrize("module", DDL_MODULES)
+def test_the_examples_in_the_ddl_modules_hold(module: str) -> None:
+    results = doctest.testmod(importlib.import_module(module))
+    assert results.failed == 0
+
+
+def test_the_ddl_modules_have_examples() -> None:
+    finder = doctest.DocTestFinder()
+    examples = {m: sum(len(t.examples) for t in finder.find(importlib.import_module(m))) for m in DDL_MODULES}
+    assert examples[f"{ddl_package.__name__}.pretransforms"] >= 10, examples
+    assert sum(examples.values()) >= 30, examples
 
 
 def test_create_and_drop_database() -> None:

@@ -227,7 +227,7 @@ class TransactionExecutor:
 
     def _check_unique(self, key: tuple[str, str] | None, temporary: bool) -> None:
         """MySQL would have refused a statement that duplicates a primary key (error 1062); the slave
-        has no constraints (see slave/ddl.py), so the table is checked after the statement."""
+        has no constraints (see slave/ddl/), so the table is checked after the statement."""
         table = self.slave.catalog.get(key) if key else None
         if table is None or not table.primary_key:
             return

@@ -45,7 +45,8 @@ from ..receiver.connection import SourceAccount
 from ..relaylog.index import read_index, validate_channel_name
 from ..repository import Repository
 from ..slave.database import ChannelProgress, Slave, unregister
-from ..slave.rowapply import ApplyError, quote_ident, slave_table_ref
+from ..slave.identifiers import quote_ident
+from ..slave.rowapply import ApplyError, slave_table_ref
 from ..slave.schema import Catalog, MysqlTable
 from ..slave.untranslatable import UntranslatableStatement
 from .source import (

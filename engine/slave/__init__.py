@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .identifiers import quote_ident
 from .schema import Catalog, MysqlColumn, MysqlDatabase, MysqlForeignKey, MysqlTable, TableKey
 from .types import convert_expression, duckdb_type, json_type_available
 from .untranslatable import UntranslatableStatement
@@ -29,7 +30,7 @@ __all__ = [
     "quote_ident",
 ]
 
-_FROM_DDL = ("DdlPlan", "DdlTranslator", "quote_ident")
+_FROM_DDL = ("DdlPlan", "DdlTranslator")
 
 
 def __getattr__(name: str) -> Any:

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..render import float_text, time_text
 from .database import Slave
-from .rowapply import quote_ident, slave_table_ref
+from .identifiers import quote_ident
+from .rowapply import slave_table_ref
 from .schema import MysqlColumn, MysqlTable
 
 

@@ -37,6 +37,7 @@ from ..binlog.columns import ColumnInfo, InvalidTemporal, RowImages
 from ..binlog.constants import ColumnType, RowsKind
 from ..errors import RelaydeckError
 from .database import unregister
+from .identifiers import quote_ident
 from .names import duckdb_schema
 from .schema import MysqlColumn, MysqlTable
 
@@ -136,10 +137,6 @@ def row_event_errors(table: MysqlTable) -> Iterator[None]:
             ER_UNKNOWN_ERROR,
             f"Could not execute row event on table {table.schema}.{table.name}; DuckDB: {str(exc).splitlines()[0]}",
         ) from None
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def table_ref(schema: str, table: str) -> str:

@@ -1,6 +1,6 @@
 """The error of a replicated statement the slave cannot reproduce.
 
-Apart from the translators that raise it (ddl.py, statements.py): the appliers name it in what
+Apart from the translators that raise it (ddl/, statements.py): the appliers name it in what
 they catch, and the translators load sqlglot, which only a statement or DDL needs, not a start.
 """
 

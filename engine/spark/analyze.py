@@ -53,8 +53,9 @@ from ..scheduling.partition import MAX_DBS_IN_QUERY_MTS
 from ..scheduling.rowkeys import transaction_writeset
 from ..scheduling.writeset import DEFAULT_HISTORY_SIZE
 from ..slave.database import Slave
+from ..slave.identifiers import quote_ident
 from ..slave.names import duckdb_schema
-from ..slave.rowapply import quote_ident, slave_table_ref
+from ..slave.rowapply import slave_table_ref
 from ..slave.schema import Catalog, MysqlTable
 from ..slave.types import duckdb_type
 from ..transactions import Transaction, TransactionAssembler
