@@ -16,17 +16,19 @@ from pathlib import Path
 import duckdb
 
 from .applier.controls import StartControls
-from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions
+from .applier.parallel import ParallelApplier
 from .applier.prepare import PreparedRun, RunTransaction
+from .applier.reading import AnyEvent
 from .applier.recovery import fill_gaps
-from .applier.single import (
+from .applier.single import ChannelApplier
+from .applier.vocabulary import (
     ER_UNKNOWN_ERROR,
-    AnyEvent,
     ApplyStats,
     BatchLimits,
-    ChannelApplier,
     ChannelError,
+    Checkpoint,
     CommitCallback,
+    ParallelOptions,
     Until,
 )
 from .errors import RelaydeckError, RelayIndexError, RelayLogGap

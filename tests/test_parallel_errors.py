@@ -6,9 +6,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from engine.applier.parallel import ParallelApplier, ParallelOptions
+from engine.applier.parallel import ParallelApplier
 from engine.applier.recovery import inspect_recovery
-from engine.applier.single import BatchLimits
+from engine.applier.vocabulary import BatchLimits, ParallelOptions
 from engine.generate import generate
 from engine.replay import ChannelSpec, Replay
 from engine.repository import Repository

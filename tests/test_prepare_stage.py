@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.parallel import Job, ParallelApplier, ParallelOptions
+from engine.applier.parallel import Job, ParallelApplier
 from engine.applier.prepare import PreparedRun, PrepareTask, prepare_segment
-from engine.applier.single import _read_chunks
+from engine.applier.reading import read_chunks as _read_chunks
+from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate
 from engine.pool import InProcessExecutor, ProcessExecutor, make_executor
 from engine.pool.ahead import TaskFailed, in_order

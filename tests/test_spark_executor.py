@@ -291,7 +291,7 @@ def test_a_replay_on_the_standalone_cluster_gives_the_sources_tables(standalone_
 
 def _replay_on_cluster(master: str, slave: str) -> None:
     import engine.replay
-    from engine.applier.parallel import ParallelOptions
+    from engine.applier.vocabulary import ParallelOptions
     from engine.spark.session import stop_spark
 
     executor = SparkExecutor(2, master)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.applier.parallel import ParallelOptions
+from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate
 from engine.replay import ChannelRun, ChannelSpec, RunSettings
 from engine.slave.database import Slave

@@ -44,7 +44,7 @@ import numpy as np
 from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
 from ..gtids import ExecutedGtids
-from ..pool import EXECUTOR_KINDS, Executor, InProcessExecutor
+from ..pool import Executor, InProcessExecutor
 from ..pool.ahead import SEGMENTS_AHEAD_PER_WORKER
 from ..relaylog.continuity import Continuity
 from ..relaylog.follow import CaughtUp
@@ -53,7 +53,7 @@ from ..scheduling.clock import LogicalClock
 from ..scheduling.gaq import GroupAssignmentQueue, WorkerCheckpoint
 from ..scheduling.partition import DatabasePartitions
 from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset, writeset_keys
-from ..scheduling.writeset import DEFAULT_HISTORY_SIZE, WritesetHistory
+from ..scheduling.writeset import WritesetHistory
 from ..slave.database import ChannelProgress, Slave
 from ..transactions import Transaction
 from . import processes
@@ -61,28 +61,25 @@ from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
 from .prepare import PreparedRun, PrepareTask, RunTransaction, for_slave, sliced_tables
 from .processes import prepared_chunks
-from .single import (
+from .reading import AnyEvent, continuity_after, read_chunks
+from .vocabulary import (
     ER_UNKNOWN_ERROR,
-    AnyEvent,
     ApplyStats,
     BatchLimits,
     BatchRamp,
     ChannelError,
+    Checkpoint,
     CommitCallback,
+    ParallelOptions,
     ProgressCallback,
     Until,
-    _read_chunks,
-    continuity_after,
+    WaitCounters,
+    WorkerStatus,
     incident_error,
     progress_after,
     transaction_error,
 )
 
-PARALLEL_TYPES = ("database", "logical_clock", "writeset")
-POOLS = EXECUTOR_KINDS
-
-
-ER_MTA_INCONSISTENT_DATA = 1756
 # Transactions queued per worker (MySQL's mts_slave_worker_queue_len_max is 16384). Shorter here:
 # a queued transaction's Python objects weigh many times its relay-log bytes, and reading further
 # ahead only added memory and garbage-collector work (measured: 4x slower at 16384 on a hot-row log).
@@ -102,37 +99,6 @@ RECENT_PER_WORKER = 16
 CONFLICT_RETRIES = 10
 
 
-@dataclass(slots=True, unsafe_hash=True)
-class ParallelOptions:
-    """The MySQL variables of the multi-threaded applier, MySQL 8.0's defaults."""
-
-    workers: int = 4  # replica_parallel_workers
-    parallel_type: str = "writeset"  # replica_parallel_type, extended with WRITESET
-    preserve_commit_order: bool = True  # replica_preserve_commit_order
-    pending_jobs_size_max: int = 128 * 1024 * 1024  # replica_pending_jobs_size_max (bytes)
-    checkpoint_group: int = 512  # replica_checkpoint_group (transactions)
-    checkpoint_period_ms: int = 300  # replica_checkpoint_period
-    history_size: int = DEFAULT_HISTORY_SIZE  # binlog_transaction_dependency_history_size
-    stop_timeout_s: float = 60.0  # STOP waits this long for assigned transactions
-    # where the relay log is prepared (engine/pool): "processes" (local processes, one per core),
-    # "spark" (Spark tasks), "threads" (the coordinator's own thread: tiny logs, tests)
-    pool: str = "processes"
-    # WRITESET dependencies computed beforehand (`relaydeck analyze --schedule-out`): the after-ordinal
-    # of transaction 1, 2, … of the relay log read from its start
-    schedule: tuple[int, ...] | None = None
-    spark_master: str | None = None  # a cluster URL; None: local mode with `workers` cores
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.workers <= 1024:
-            raise ValueError("the multi-threaded applier has 1 to 1024 workers")
-        if self.parallel_type not in PARALLEL_TYPES:
-            raise ValueError(f"replica_parallel_type is one of {', '.join(PARALLEL_TYPES)}")
-        if self.checkpoint_group < 1 or self.checkpoint_period_ms < 1:
-            raise ValueError("checkpoint group and period must be positive")
-        if self.pool not in POOLS:
-            raise ValueError(f"the worker pool is one of {', '.join(POOLS)}")
-
-
 @dataclass(slots=True)
 class Job:
     ordinal: int
@@ -145,51 +111,6 @@ class Job:
     skip: bool = False  # taken by the skip counter: recorded as applied, not executed
     run: PreparedRun | None = None  # prepared: transaction `index` of this run (txn is its record)
     index: int = 0
-
-
-@dataclass(slots=True)
-class WaitCounters:
-    """How often and how long the coordinator waited, by reason (MySQL's MTA statistics)."""
-
-    queue_full: int = 0  # a worker's queue was at its length limit
-    queue_full_s: float = 0.0
-    total_size: int = 0  # replica_pending_jobs_size_max reached
-    total_size_s: float = 0.0
-    partition: int = 0  # DATABASE: a database held by another worker
-    partition_s: float = 0.0
-    sequential: int = 0  # a transaction that runs alone waited for the others
-    sequential_s: float = 0.0
-    worker_clock: int = 0  # workers waiting for a dependency (the clock conflicts)
-
-    def as_dict(self) -> dict[str, float]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
-
-
-@dataclass(slots=True)
-class WorkerStatus:
-    worker: int
-    state: str = "idle"
-    applying: str | None = None
-    last_applied: str | None = None
-    last_applied_at: float | None = None
-    transactions: int = 0
-    rows: int = 0  # row changes committed
-    batches: int = 0
-    conflict_retries: int = 0
-    queued: int = 0
-    queued_bytes: int = 0
-    error: str | None = None
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class Checkpoint:
-    """What a checkpoint writes: the LWM (relay_log_info) and every worker's row (worker_info)."""
-
-    channel: str
-    progress: ChannelProgress
-    workers: tuple[WorkerCheckpoint, ...]
-    worker_positions: tuple[tuple[str, int, str | None, int], ...]  # last committed, per worker
-    group_size: int
 
 
 class _Abort(Exception):
@@ -352,7 +273,7 @@ class ParallelApplier:
         one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
         if self.follow or one_at_a_time:
             follow = AnyEvent(self.stop, self.kill) if self.follow else None
-            return _read_chunks(self.logs, start_file, pos, follow, continuity=continuity)
+            return read_chunks(self.logs, start_file, pos, follow, continuity=continuity)
         if self.options.parallel_type == "writeset" and self.options.schedule is None:
             self._keys = writeset_keys(self.slave.catalog)
             self._keys_of_version[self._keys.version] = self._keys
@@ -388,7 +309,7 @@ class ParallelApplier:
     def _read_again_from(self, start_file: str, pos: int) -> Iterator[list[object]]:
         """The ordinary reader, where the preparing stage handed over (bad input, a failed task):
         a range its continuity check has already covered."""
-        return _read_chunks(self.logs, start_file, pos)
+        return read_chunks(self.logs, start_file, pos)
 
     def _schedule_all(self, reader: Iterator[list[object]]) -> ChannelError | None:
         for chunk in reader:
@@ -616,7 +537,7 @@ class ParallelApplier:
     def _read_run(self, run: PreparedRun) -> list[Transaction]:
         """The run's transactions read the ordinary way, from the relay log."""
         out: list[Transaction] = []
-        reader = _read_chunks(self.logs, run.start.log_name, run.start.pos)
+        reader = read_chunks(self.logs, run.start.log_name, run.start.pos)
         try:
             for chunk in reader:
                 for item in chunk:
@@ -1148,7 +1069,7 @@ class ParallelApplier:
     def _read_again(self, job: Job) -> None:
         """A prepared job becomes the transaction as the ordinary reader reads it."""
         txn = job.txn
-        reader = _read_chunks(self.logs, txn.start.log_name, txn.start.pos)
+        reader = read_chunks(self.logs, txn.start.log_name, txn.start.pos)
         try:
             for chunk in reader:
                 for item in chunk:
