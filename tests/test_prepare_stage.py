@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.applier.parallel import Job, ParallelApplier
-from engine.applier.prepare import PreparedRun, PrepareTask, prepare_segment
+from engine.applier.prepare import PrepareTask, prepare_segment
+from engine.applier.prepared import PreparedRun
 from engine.applier.reading import read_chunks as _read_chunks
 from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate

@@ -13,7 +13,8 @@ import duckdb
 import pytest
 
 import engine.applier.processes as processes
-from engine.applier.prepare import PreparedRun, prepare_segment, sliced_tables
+from engine.applier.prepare import prepare_segment
+from engine.applier.prepared import PreparedRun, sliced_tables
 from engine.applier.vocabulary import ParallelOptions
 from engine.binlog.events import RowsEvent
 from engine.binlog.reader import LoggedEvent

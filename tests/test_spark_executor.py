@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.prepare import PreparedRun, PreparedSegment, PrepareTask, prepare_segment
+from engine.applier.prepare import PrepareTask, prepare_segment
+from engine.applier.prepared import PreparedRun, PreparedSegment
 from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
 from engine.pool import ExecutorActivity, InProcessExecutor, make_executor

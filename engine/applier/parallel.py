@@ -55,11 +55,12 @@ from ..scheduling.partition import DatabasePartitions
 from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset, writeset_keys
 from ..scheduling.writeset import WritesetHistory
 from ..slave.database import ChannelProgress, Slave
-from ..transactions import Transaction
+from ..transactions import Transaction, TransactionRecord
 from . import processes
 from .controls import StartControls
 from .executor import TransactionExecutor, is_structural
-from .prepare import PreparedRun, PrepareTask, RunTransaction, for_slave, sliced_tables
+from .prepare import PrepareTask
+from .prepared import PreparedRun, for_slave, sliced_tables
 from .processes import prepared_chunks
 from .reading import AnyEvent, continuity_after, read_chunks
 from .vocabulary import (
@@ -102,7 +103,7 @@ CONFLICT_RETRIES = 10
 @dataclass(slots=True)
 class Job:
     ordinal: int
-    txn: Transaction | RunTransaction
+    txn: Transaction | TransactionRecord
     after: int  # every ordinal up to this one must have committed before the job starts
     alone: bool  # changes definitions: nothing else runs with it
     decoded: Decoded | None = None
@@ -551,7 +552,7 @@ class ParallelApplier:
 
     def _schedule(
         self,
-        txn: Transaction | RunTransaction,
+        txn: Transaction | TransactionRecord,
         skip: bool = False,
         prepared: tuple[PreparedRun, int] | None = None,
         hashes: tuple[int, ...] | None = None,
