@@ -48,6 +48,12 @@ _DDL_VERBS = frozenset(
 )
 
 
+# Statement verbs whose only effect is the grouping itself: they open, close or mark a transaction.
+# ROLLBACK is not one of them: a final ROLLBACK may end a group whose changes to non-transactional
+# tables did happen, so each reader decides what it means (applier/executor.py).
+DELIMITING_VERBS = frozenset({"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "XA"})
+
+
 def statement_verb(query: str) -> str:
     """The first keyword of a statement, skipping leading comments."""
     text = query.lstrip()

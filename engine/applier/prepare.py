@@ -38,7 +38,9 @@ _WRITE, _UPDATE = RowsKind.WRITE, RowsKind.UPDATE
 # an UPDATE row's two operations: delete of the old key (which must exist), upsert of the new one
 _DELETE_UPSERT = (0, 1)
 _MUST_THEN_NEW = (1, None)
-_DELIMITERS = frozenset({"BEGIN", "COMMIT"})
+# The only statements a run's transactions hold, compared as logged (whole, not by verb): the
+# BEGIN that opens a row-only transaction and the COMMIT that ends one without an XID.
+_RUN_STATEMENTS = frozenset({"BEGIN", "COMMIT"})
 _ROWS_KINDS = {code: kind for code, (kind, _version, _compressed) in ROWS_EVENT_TYPES.items()}
 _runscan = load("_runscan", package="engine.binlog")
 _CRC32 = int(ChecksumAlg.CRC32)
@@ -91,7 +93,7 @@ class _RunBuilder:
                 if event.xa_format_id is not None:
                     return None
             elif kind is Query:
-                if event.query not in _DELIMITERS:
+                if event.query not in _RUN_STATEMENTS:
                     return None
             elif kind is not TableMap and kind is not RowsEvent and kind not in _PLAIN:
                 return None
