@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.parallel import Job, ParallelApplier
+from engine.applier.parallel import ParallelApplier
+from engine.applier.parallel_jobs import Job
 from engine.applier.reading import read_chunks as _read_chunks
 from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate

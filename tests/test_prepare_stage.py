@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.parallel import Job, ParallelApplier
+from engine.applier.parallel import ParallelApplier
+from engine.applier.parallel_jobs import Job
 from engine.applier.prepare import PrepareTask, prepare_segment
 from engine.applier.prepared import PreparedRun
 from engine.applier.reading import read_chunks as _read_chunks
