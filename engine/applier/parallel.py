@@ -28,6 +28,10 @@ side by side where the scheduler allows it. Everything else (DDL, statements, wh
 hold) arrives as read, and goes the ordinary way. Where each transaction has to be looked at
 before the next is read (UNTIL, the skip counter, SQL_Delay, following a growing relay log) the
 coordinator reads the relay log itself.
+
+This module is the coordinator's loop, its reading and its checkpoints; how it schedules onto the
+workers' queues is parallel_schedule.py, what the workers do is parallel_workers.py, and the jobs,
+queues and state the two sides share are parallel_jobs.py.
 """
 
 from __future__ import annotations
