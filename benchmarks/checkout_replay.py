@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.applier.parallel import ParallelOptions
+from engine.applier.vocabulary import ParallelOptions
 from engine.replay import ChannelSpec, Replay
 from engine.slave.database import Slave
 from engine.slave.export import differences

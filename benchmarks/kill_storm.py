@@ -64,8 +64,8 @@ from commands import replay_command  # noqa: E402
 from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
-from engine.applier.parallel import PARALLEL_TYPES  # noqa: E402
 from engine.applier.processes import SEGMENT_BYTES  # noqa: E402
+from engine.applier.vocabulary import PARALLEL_TYPES  # noqa: E402
 from engine.pool.ahead import SEGMENTS_AHEAD_PER_WORKER  # noqa: E402
 from engine.pool.executors import EXECUTOR_KINDS  # noqa: E402
 from engine.pool.spark import SEGMENT_SCALE  # noqa: E402

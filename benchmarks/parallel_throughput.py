@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 from machine import measurement_header  # noqa: E402
 
 from engine.applier.executor import is_structural  # noqa: E402
-from engine.applier.parallel import PARALLEL_TYPES, POOLS, ParallelOptions  # noqa: E402
+from engine.applier.vocabulary import PARALLEL_TYPES, POOLS, ParallelOptions  # noqa: E402
 from engine.generate import WORKLOADS, generate  # noqa: E402
 from engine.relaylog.index import read_index  # noqa: E402
 from engine.relaylog.stream import stream_events  # noqa: E402

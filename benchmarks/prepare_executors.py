@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 from decode_throughput import ensure_relay_log  # noqa: E402
 from machine import measurement_header  # noqa: E402
 
-from engine.applier.prepare import PreparedRun, PrepareTask  # noqa: E402
+from engine.applier.prepare import PrepareTask  # noqa: E402
+from engine.applier.prepared import PreparedRun  # noqa: E402
 from engine.applier.processes import SEGMENT_BYTES, SEGMENT_TRANSACTIONS, prepared_chunks  # noqa: E402
 from engine.pool import Executor, ProcessExecutor  # noqa: E402
 from engine.pool.spark import SparkExecutor  # noqa: E402

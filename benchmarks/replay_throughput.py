@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from generated_logs import ensure_relay_log  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
-from engine.applier.parallel import PARALLEL_TYPES, POOLS, ParallelOptions  # noqa: E402
+from engine.applier.vocabulary import PARALLEL_TYPES, POOLS, ParallelOptions  # noqa: E402
 from engine.replay import ChannelSpec, Replay, relay_bytes  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402

@@ -40,7 +40,7 @@ _RUN = """
 import json, sys, time
 from pathlib import Path
 import engine.replay as replay
-from engine.applier.parallel import ParallelOptions
+from engine.applier.vocabulary import ParallelOptions
 slave, index, workers, kind, pool, master = sys.argv[1:7]
 made = []
 original = replay.make_executor

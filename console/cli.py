@@ -61,7 +61,7 @@ def _positive(text: str) -> int:
 
 
 def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.applier.single import Until, gtid_set_text
+    from engine.applier.vocabulary import Until, gtid_set_text
 
     if args.until_gtid and args.until_pos:
         raise RelaydeckError("give --until-gtid or --until-pos, not both")
@@ -88,7 +88,7 @@ def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.applier.single import BatchLimits
+    from engine.applier.vocabulary import BatchLimits
     from engine.replica.variables import VARIABLES
 
     if args.group_size is not None and args.group_size < 1:
@@ -104,7 +104,7 @@ def _limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.applier.parallel import ParallelOptions
+    from engine.applier.vocabulary import ParallelOptions
 
     if not 0 <= args.workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")

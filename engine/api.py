@@ -65,11 +65,11 @@ _HOMES: dict[str, str] = {
     # `relaydeck replay`
     "Replay": "engine.replay",
     "ChannelSpec": "engine.replay",
-    "ParallelOptions": "engine.applier.parallel",
+    "ParallelOptions": "engine.applier.vocabulary",
     "StartControls": "engine.applier.controls",
-    "Until": "engine.applier.single",
-    "BatchLimits": "engine.applier.single",
-    "gtid_set_text": "engine.applier.single",
+    "Until": "engine.applier.vocabulary",
+    "BatchLimits": "engine.applier.vocabulary",
+    "gtid_set_text": "engine.applier.vocabulary",
     "relax_garbage_collector": "engine.gc_tuning",
     # `relaydeck events` and the relay-log index files every subcommand names
     "ListingOptions": "engine.listing",
@@ -116,9 +116,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, for type checkers (tests/test_import_graph.py compares them)
     from engine.applier.controls import StartControls
-    from engine.applier.parallel import ParallelOptions
     from engine.applier.recovery import GroupAfterLwm, RecoveryPicture, WorkerCheckpointRow, inspect_recovery
-    from engine.applier.single import BatchLimits, Until, gtid_set_text
+    from engine.applier.vocabulary import BatchLimits, ParallelOptions, Until, gtid_set_text
     from engine.clone import clone_channel
     from engine.errors import RelaydeckError
     from engine.gc_tuning import relax_garbage_collector

@@ -16,17 +16,19 @@ from pathlib import Path
 import duckdb
 
 from .applier.controls import StartControls
-from .applier.parallel import Checkpoint, ParallelApplier, ParallelOptions
-from .applier.prepare import PreparedRun, RunTransaction
+from .applier.parallel import ParallelApplier
+from .applier.prepared import PreparedRun
+from .applier.reading import AnyEvent
 from .applier.recovery import fill_gaps
-from .applier.single import (
+from .applier.single import ChannelApplier
+from .applier.vocabulary import (
     ER_UNKNOWN_ERROR,
-    AnyEvent,
     ApplyStats,
     BatchLimits,
-    ChannelApplier,
     ChannelError,
+    Checkpoint,
     CommitCallback,
+    ParallelOptions,
     Until,
 )
 from .errors import RelaydeckError, RelayIndexError, RelayLogGap
@@ -35,7 +37,7 @@ from .pool import Executor, make_executor
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
-from .transactions import Transaction
+from .transactions import Transaction, TransactionRecord
 
 STATUS_INTERVAL_S = 0.25
 
@@ -281,7 +283,7 @@ class ChannelRun:
             if isinstance(item, PreparedRun):  # many transactions at once: record the last
                 count = len(item.transactions)
                 item = item.transactions[-1]
-            if isinstance(item, (Transaction, RunTransaction)):
+            if isinstance(item, (Transaction, TransactionRecord)):
                 live.relay_file, live.relay_pos = item.end.log_name, item.end.pos
                 live.last_transaction = item.gtid or f"{item.source_log_file}:{item.source_end_pos}"
                 live.transactions += count

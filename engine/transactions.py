@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .binlog.constants import EventType, RowsKind
 from .binlog.events import (
@@ -45,6 +46,12 @@ COORDINATOR_EVENTS = frozenset(
 _DDL_VERBS = frozenset(
     {"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "ANALYZE", "OPTIMIZE", "REPAIR"}
 )
+
+
+# Statement verbs whose only effect is the grouping itself: they open, close or mark a transaction.
+# ROLLBACK is not one of them: a final ROLLBACK may end a group whose changes to non-transactional
+# tables did happen, so each reader decides what it means (applier/executor.py).
+DELIMITING_VERBS = frozenset({"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "XA"})
 
 
 def statement_verb(query: str) -> str:
@@ -82,6 +89,13 @@ class Position:
         return f"{self.log_name}:{self.pos}"
 
 
+def describe_transaction(txn: Transaction | TransactionRecord) -> str:
+    """How a DBA names a transaction in an error: its GTID, else its source position."""
+    if txn.gtid:
+        return f"GTID {txn.gtid}"
+    return f"source position {txn.source_log_file}:{txn.source_end_pos}"
+
+
 @dataclass(slots=True, unsafe_hash=True)
 class Transaction:
     """One group: what a worker applies and commits as a unit."""
@@ -105,10 +119,36 @@ class Transaction:
     streamed: int = 0
 
     def describe(self) -> str:
-        """How a DBA names the transaction in an error: its GTID, else its source position."""
-        if self.gtid:
-            return f"GTID {self.gtid}"
-        return f"source position {self.source_log_file}:{self.source_end_pos}"
+        return describe_transaction(self)
+
+
+class TransactionRecord(NamedTuple):
+    """A transaction without its events: what the applier schedules, records and reports of it.
+
+    Why beside Transaction: the transactions of a prepared run (applier/prepared.py) are read and
+    decoded where the run was prepared (a worker process, a Spark task); their row changes are
+    already in the run's Arrow tables, so only this record of each travels to the applier, and
+    it travels column-wise (PreparedRun.__getstate__, prepared_arrow.py). Its fields are
+    Transaction's less the events (and is_ddl: a run holds only row-only transactions).
+    """
+
+    gtid: str | None
+    start: Position
+    end: Position
+    source_log_file: str | None
+    source_end_pos: int
+    timestamp: int
+    original_commit_timestamp: int | None
+    size: int
+    row_events: int
+    # the scheduler's inputs: the source's logical clock and the databases its row events change
+    last_committed: int | None
+    sequence_number: int | None
+    commit_id: int | None
+    databases: frozenset[str]
+
+    def describe(self) -> str:
+        return describe_transaction(self)
 
 
 @dataclass(slots=True)

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.parallel import Job, ParallelApplier, ParallelOptions
-from engine.applier.single import _read_chunks
+from engine.applier.parallel import ParallelApplier
+from engine.applier.parallel_jobs import Job
+from engine.applier.reading import read_chunks as _read_chunks
+from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate
 from engine.relaylog.index import read_index
 from engine.slave.database import Slave

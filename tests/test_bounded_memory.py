@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.single import BatchLimits, ChannelApplier
+from engine.applier.single import ChannelApplier
+from engine.applier.vocabulary import BatchLimits
 from engine.generate import generate
 from engine.relaylog.index import read_index
 from engine.relaylog.stream import stream_events

@@ -6,9 +6,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from engine.applier.parallel import ParallelApplier, ParallelOptions
+from engine.applier.parallel import ParallelApplier
 from engine.applier.recovery import inspect_recovery
-from engine.applier.single import BatchLimits
+from engine.applier.vocabulary import BatchLimits, ParallelOptions
 from engine.generate import generate
 from engine.replay import ChannelSpec, Replay
 from engine.repository import Repository
@@ -147,7 +147,7 @@ def test_queues_bounded_by_pending_jobs_size_max_still_replay_exactly(tmp_path):
 
 
 def test_a_write_conflict_between_workers_is_recognised_as_retryable(tmp_path):
-    from engine.applier.parallel import _is_conflict
+    from engine.applier.parallel_workers import is_write_conflict as _is_conflict
 
     con = duckdb.connect(str(tmp_path / "c.duckdb"))
     con.execute("CREATE TABLE t (id INT, v INT)")

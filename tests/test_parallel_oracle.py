@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from engine.applier.parallel import PARALLEL_TYPES, ParallelOptions
+from engine.applier.vocabulary import PARALLEL_TYPES, ParallelOptions
 from engine.generate import WORKLOADS, generate
 from engine.replay import ChannelSpec, Replay
 
@@ -73,7 +73,7 @@ def _replay_generated(summary, tmp_path, workers: int, kind: str, order: str) ->
 
 
 def test_parallel_replay_after_a_single_applier_run_continues_where_it_stopped(tmp_path):
-    from engine.applier.single import Until
+    from engine.applier.vocabulary import Until
 
     summary = generate("oltp", 9, tmp_path / "relay")
     slave = tmp_path / "slave.duckdb"

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from engine.applier.parallel import PARALLEL_TYPES, ParallelOptions
 from engine.applier.recovery import inspect_recovery
+from engine.applier.vocabulary import PARALLEL_TYPES, ParallelOptions
 from engine.generate import generate
 from engine.gtids import ExecutedGtids
 from engine.replay import ChannelSpec, Replay
@@ -133,7 +133,7 @@ def _kill_worker_mid_run(tmp_path, order: str):  # type: ignore[no-untyped-def]
     summary = generate("oltp", 31, tmp_path / "relay", size_mb=3)
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
     spec = [ChannelSpec("", summary.index_file)]
-    from engine.applier.single import BatchLimits
+    from engine.applier.vocabulary import BatchLimits
 
     # small queues: the coordinator cannot read far ahead of the workers before the KILL
     options = ParallelOptions(

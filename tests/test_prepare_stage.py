@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.parallel import Job, ParallelApplier, ParallelOptions
-from engine.applier.prepare import PreparedRun, PrepareTask, prepare_segment
-from engine.applier.single import _read_chunks
+from engine.applier.parallel import ParallelApplier
+from engine.applier.parallel_jobs import Job
+from engine.applier.prepare import PrepareTask, prepare_segment
+from engine.applier.prepared import PreparedRun
+from engine.applier.reading import read_chunks as _read_chunks
+from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate
 from engine.pool import InProcessExecutor, ProcessExecutor, make_executor
 from engine.pool.ahead import TaskFailed, in_order

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from engine.applier.prepare import PreparedRun, PreparedSegment, PrepareTask, RunTransaction
+from engine.applier.prepare import PrepareTask
+from engine.applier.prepared import PreparedRun, PreparedSegment
 from engine.applier.prepared_arrow import from_plain, plain
 from engine.binlog.events import TableMap
 from engine.binlog.reader import LoggedEvent
@@ -21,6 +22,7 @@ from engine.relaylog.segments import plan_segments
 from engine.relaylog.stream import stream_events
 from engine.scheduling.rowkeys import KeyColumns, WritesetKeys
 from engine.transactions import Incomplete, Position, Transaction
+from engine.transactions import TransactionRecord as RunTransaction
 
 from .test_replay_oracle import CHANNELS
 

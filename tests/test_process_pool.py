@@ -13,8 +13,9 @@ import duckdb
 import pytest
 
 import engine.applier.processes as processes
-from engine.applier.parallel import ParallelOptions
-from engine.applier.prepare import PreparedRun, prepare_segment, sliced_tables
+from engine.applier.prepare import prepare_segment
+from engine.applier.prepared import PreparedRun, sliced_tables
+from engine.applier.vocabulary import ParallelOptions
 from engine.binlog.events import RowsEvent
 from engine.binlog.reader import LoggedEvent
 from engine.generate import WORKLOADS, generate
@@ -177,7 +178,7 @@ def test_bad_input_stops_the_pool_where_it_stops_the_single_applier(tmp_path, mo
 
 
 def test_an_apply_error_in_a_prepared_run_is_reported_as_the_single_applier_reports_it(tmp_path, monkeypatch):
-    from engine.applier.single import ChannelError, Until
+    from engine.applier.vocabulary import ChannelError, Until
 
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 500)
     summary = generate("oltp", 4, tmp_path / "relay")
@@ -324,7 +325,7 @@ def test_runs_ready_together_are_applied_together_and_exactly(workload, tmp_path
 
 
 def test_merging_stops_at_the_batch_limit(tmp_path, monkeypatch):
-    from engine.applier.single import BatchLimits
+    from engine.applier.vocabulary import BatchLimits
 
     monkeypatch.setattr(processes, "SEGMENT_TRANSACTIONS", 30)
     monkeypatch.setattr("engine.replay.make_executor", _ready_pool)

@@ -12,8 +12,7 @@ import time
 import pytest
 
 from engine.applier.executor import is_structural
-from engine.applier.parallel import ParallelOptions
-from engine.applier.single import FIRST_BATCH_TRANSACTIONS, Until
+from engine.applier.vocabulary import FIRST_BATCH_TRANSACTIONS, ParallelOptions, Until
 from engine.replay import Replay
 from engine.transactions import Transaction
 

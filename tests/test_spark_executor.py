@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.applier.prepare import PreparedRun, PreparedSegment, PrepareTask, prepare_segment
+from engine.applier.prepare import PrepareTask, prepare_segment
+from engine.applier.prepared import PreparedRun, PreparedSegment
 from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
 from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
@@ -291,7 +292,7 @@ def test_a_replay_on_the_standalone_cluster_gives_the_sources_tables(standalone_
 
 def _replay_on_cluster(master: str, slave: str) -> None:
     import engine.replay
-    from engine.applier.parallel import ParallelOptions
+    from engine.applier.vocabulary import ParallelOptions
     from engine.spark.session import stop_spark
 
     executor = SparkExecutor(2, master)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.applier.parallel import ParallelOptions
+from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate
 from engine.replay import ChannelRun, ChannelSpec, RunSettings
 from engine.slave.database import Slave
@@ -51,7 +51,7 @@ def test_a_generated_workload_is_identical_with_threads_and_spark(spark, tmp_pat
 def test_a_replay_takes_analyzes_schedule(spark, tmp_path, monkeypatch):  # noqa: F811
     import io
 
-    import engine.applier.parallel as parallel
+    import engine.applier.parallel_schedule as parallel
     from console.cli import main
 
     schedule = tmp_path / "schedule.json"

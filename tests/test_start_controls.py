@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from engine.applier.controls import StartControls
-from engine.applier.parallel import ParallelOptions
+from engine.applier.vocabulary import ParallelOptions
 from engine.replay import ChannelSpec, Replay
 
 from .relay_logs import write_relay_log

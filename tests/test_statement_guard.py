@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from engine.applier.single import ChannelError
+from engine.applier.vocabulary import ChannelError
 from engine.replay import ChannelSpec, Replay
 from engine.slave import Catalog, DdlTranslator, UntranslatableStatement
 from engine.slave.database import Slave

@@ -29,7 +29,7 @@ from ..slave.rowapply import (
 )
 from ..slave.schema import Catalog
 from ..slave.types import duckdb_type
-from ..transactions import Transaction, TransactionPart, statement_verb
+from ..transactions import DELIMITING_VERBS, Transaction, TransactionPart, statement_verb
 
 if TYPE_CHECKING:
     from ..slave.ddl import DdlTranslator
@@ -45,8 +45,6 @@ def temporary_name(thread_id: int, schema: str, name: str) -> str:
     return f"{thread_id}/{schema}/{name}"
 
 
-# Statements that only delimit a transaction: their effect is the grouping itself.
-_DELIMITERS = frozenset({"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "XA"})
 _DML = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 
 
@@ -65,7 +63,7 @@ def is_structural(txn: Transaction) -> bool:
             if event.query == "BEGIN":
                 continue
             verb = statement_verb(event.query)
-            if verb not in _DELIMITERS and verb not in _DML and verb != "ROLLBACK":
+            if verb not in DELIMITING_VERBS and verb not in _DML and verb != "ROLLBACK":
                 return True
     return False
 
@@ -173,7 +171,7 @@ class TransactionExecutor:
 
     def _query(self, event: Query, session: _Session, timestamp: int) -> None:
         verb = statement_verb(event.query)
-        if verb in _DELIMITERS or verb == "ROLLBACK":
+        if verb in DELIMITING_VERBS or verb == "ROLLBACK":
             # ROLLBACK TO SAVEPOINT: row format logs only what survived; a final ROLLBACK ends a
             # group whose logged changes were to non-transactional tables and did happen.
             return

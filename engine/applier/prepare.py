@@ -12,13 +12,10 @@ here needs the slave: conversions that depend on the slave's definitions happen 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..binlog.columns import ColumnInfo, RowDecoder, cached_full_decoder, row_decoder
 from ..binlog.compiled import load
@@ -31,16 +28,19 @@ from ..gtids import GtidBatch, MariaGtid
 from ..relaylog.continuity import Continuity
 from ..relaylog.segments import Segment
 from ..scheduling.rowkeys import WritesetKeys, key_hashes
-from ..slave.rowapply import for_target, operations_table, value_converter
-from ..slave.schema import MysqlTable
-from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
+from ..slave.rowapply import operations_table, value_converter
+from ..transactions import Incomplete, Position, Transaction, TransactionAssembler, TransactionRecord
+from .prepared import PreparedRun, PreparedSegment, TableOps
+from .prepared_arrow import decode_segment, encode_segment
 
 _PLAIN = frozenset({Gtid, MariaGtidEvent, Xid})
 _WRITE, _UPDATE = RowsKind.WRITE, RowsKind.UPDATE
 # an UPDATE row's two operations: delete of the old key (which must exist), upsert of the new one
 _DELETE_UPSERT = (0, 1)
 _MUST_THEN_NEW = (1, None)
-_DELIMITERS = frozenset({"BEGIN", "COMMIT"})
+# The only statements a run's transactions hold, compared as logged (whole, not by verb): the
+# BEGIN that opens a row-only transaction and the COMMIT that ends one without an XID.
+_RUN_STATEMENTS = frozenset({"BEGIN", "COMMIT"})
 _ROWS_KINDS = {code: kind for code, (kind, _version, _compressed) in ROWS_EVENT_TYPES.items()}
 _runscan = load("_runscan", package="engine.binlog")
 _CRC32 = int(ChecksumAlg.CRC32)
@@ -51,121 +51,6 @@ _TABLE_MAPS = shared_table_maps()  # one dict for the process's life (emptied, n
 class _Rescan(Exception):
     """A run read by the compiled scanner must go back to the coordinator as read: the segment
     is read again without the scanner (rare: only values Arrow refuses lead here)."""
-
-
-class RunTransaction(NamedTuple):
-    """A transaction of a prepared run, as the coordinator records and reports it."""
-
-    gtid: str | None
-    start: Position
-    end: Position
-    source_log_file: str | None
-    source_end_pos: int
-    timestamp: int
-    original_commit_timestamp: int | None
-    size: int
-    row_events: int
-    # the scheduler's inputs: the source's logical clock and the databases its row events change
-    last_committed: int | None
-    sequence_number: int | None
-    commit_id: int | None
-    databases: frozenset[str]
-
-    def describe(self) -> str:
-        if self.gtid:
-            return f"GTID {self.gtid}"
-        return f"source position {self.source_log_file}:{self.source_end_pos}"
-
-
-@dataclass(slots=True)
-class TableOps:
-    """One table's operations in a run: seq, op, must, c0…cN (see RowApplier._ops_table)."""
-
-    schema: str
-    table: str
-    columns: tuple[ColumnInfo, ...]
-    ops: pa.Table
-    rows: int
-    _seq: Any = field(default=None, repr=False, compare=False)  # seq as numpy, once looked up
-
-    def seq_array(self) -> Any:
-        """seq as a numpy array (ascending: operations are numbered in log order)."""
-        if self._seq is None:
-            self._seq = self.ops.column(0).to_numpy()
-        return self._seq
-
-
-@dataclass(slots=True)
-class PreparedRun:
-    """Consecutive row-only transactions of a segment, their row changes collected per table."""
-
-    transactions: list[RunTransaction]
-    tables: list[TableOps]
-    row_changes: int
-    operations: int  # its operations are numbered (seq) 0 … operations - 1, across its tables
-    gtids: GtidBatch
-    # seq of each transaction's first operation: transaction i holds op_starts[i] … op_starts[i+1] - 1
-    op_starts: list[int]
-    # each transaction's writeset (the hashes of its rows' keys), when the task was given the keys;
-    # None for a transaction on a table with no key or one the keys did not know
-    writesets: list[tuple[int, ...] | None] | None = None
-    writeset_version: int | None = None  # the version of the keys they were hashed with
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        # Handed from a worker process to the applier column-wise: pickling thousands of named
-        # tuples one by one measured two thirds of the cost of handing a segment over.
-        t = self.transactions
-        columns = (
-            [x.gtid for x in t],
-            [x.start.log_name for x in t],
-            [x.start.pos for x in t],
-            [x.end.log_name for x in t],
-            [x.end.pos for x in t],
-            [x.source_log_file for x in t],
-            [x.source_end_pos for x in t],
-            [x.timestamp for x in t],
-            [x.original_commit_timestamp for x in t],
-            [x.size for x in t],
-            [x.row_events for x in t],
-            [x.last_committed for x in t],
-            [x.sequence_number for x in t],
-            [x.commit_id for x in t],
-            [x.databases for x in t],
-        )
-        return (columns, *(getattr(self, name) for name in _RUN_STATE))
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        columns, *rest = state
-        for name, value in zip(_RUN_STATE, rest, strict=True):
-            setattr(self, name, value)
-        gtid, start_file, start_pos, end_file, end_pos, *rest = columns
-        starts = map(Position, start_file, start_pos)
-        ends = map(Position, end_file, end_pos)
-        self.transactions = list(map(RunTransaction, gtid, starts, ends, *rest))
-
-    @property
-    def start(self) -> Position:
-        return self.transactions[0].start
-
-    @property
-    def end(self) -> Position:
-        return self.transactions[-1].end
-
-
-# what a PreparedRun hands over as it is, beside its transactions' columns
-_RUN_STATE = ("tables", "row_changes", "operations", "gtids", "op_starts", "writesets", "writeset_version")
-
-
-@dataclass(slots=True)
-class PreparedSegment:
-    number: int
-    items: list[Transaction | LoggedEvent | Incomplete | PreparedRun]
-    # Reading stopped on bad input: everything before this position is in `items`; the
-    # coordinator reads on from here itself, which reports the error where it is.
-    resume_at: Position | None = None
-    # The segment's continuity check: what its start must follow, and its state at the end
-    continuity: Continuity | None = None
-    gap: tuple[str, int | None, str] | None = None  # a discontinuity inside it: file, position, why
 
 
 @dataclass(slots=True)
@@ -188,7 +73,7 @@ class _RunBuilder:
         self.writesets: list[tuple[int, ...] | None] = []
         self.op_starts: list[int] = []
         self._hashes: list[int] | None = None  # the writeset of the transaction being taken
-        self.transactions: list[RunTransaction] = []
+        self.transactions: list[TransactionRecord] = []
         # each one's events; None for one the compiled scanner read
         self.sources: list[tuple[LoggedEvent, ...] | list[LoggedEvent] | None] = []
         self.tables: dict[tuple[str, str], _Table] = {}
@@ -208,7 +93,7 @@ class _RunBuilder:
                 if event.xa_format_id is not None:
                     return None
             elif kind is Query:
-                if event.query not in _DELIMITERS:
+                if event.query not in _RUN_STATEMENTS:
                     return None
             elif kind is not TableMap and kind is not RowsEvent and kind not in _PLAIN:
                 return None
@@ -254,7 +139,7 @@ class _RunBuilder:
             size = last.end_pos - first.pos
         else:
             size = sum([e.end_pos - e.pos for e in events if not e.inner])
-        transaction = RunTransaction(
+        transaction = TransactionRecord(
             gtid,
             Position(first.log_name, first.pos),
             Position(last.log_name, last.end_pos),
@@ -283,7 +168,7 @@ class _RunBuilder:
                 return None  # not compiled yet, or partial: the reader's way
             decoded.append((data, table_map, decoder))
         maria_gtid = MariaGtid(domain, server_id, seq_no)
-        transaction = RunTransaction(
+        transaction = TransactionRecord(
             str(maria_gtid),
             Position(log_name, pos),
             Position(log_name, end),
@@ -303,7 +188,7 @@ class _RunBuilder:
     def _take(
         self,
         decoded: list[tuple[bytes, TableMap, RowDecoder]],
-        transaction: RunTransaction,
+        transaction: TransactionRecord,
         source: tuple[LoggedEvent, ...] | list[LoggedEvent] | None,
         maria_gtid: MariaGtid | None,
     ) -> bool | None:
@@ -422,13 +307,9 @@ class PrepareTask:
         return prepare_segment(segment, self.run_length, keys=self.keys)
 
     def to_arrow(self, result: PreparedSegment) -> bytes:
-        from .prepared_arrow import encode_segment  # it imports this module
-
         return encode_segment(result)
 
     def from_arrow(self, data: bytes, segment: Segment) -> PreparedSegment:
-        from .prepared_arrow import decode_segment
-
         return decode_segment(data, segment)
 
 
@@ -568,79 +449,3 @@ def _prepare(
         return PreparedSegment(segment.number, items, done, continuity)
     close_run()
     return PreparedSegment(segment.number, items, continuity=continuity)
-
-
-def for_slave(ops: TableOps, table: MysqlTable) -> pa.Table:
-    """A run's operations on one table with its columns converted for the slave's definitions."""
-    data = ops.ops
-    arrays = data.columns[:3]
-    for i, info in enumerate(ops.columns):
-        arrays.append(for_target(data.column(3 + i), info, table, i))
-    return pa.Table.from_arrays(arrays, names=data.column_names)
-
-
-def sliced_tables(parts: Sequence[tuple[PreparedRun, int, int]]) -> list[TableOps]:
-    """The operations of transactions first … end - 1 of each (run, first, end), per table, in
-    one order across them: what a worker applies in one DuckDB transaction. The scheduler may
-    give a worker any transactions of a run, not only whole runs; consecutive parts of one run
-    are taken from each of its tables at once (one take per table, not one slice per part:
-    measured 12.7 s of a 11.9 s replay in slicing when workers held one or two transactions of a
-    run each).
-
-    Why one table of operations per table: the applier's cost is mostly per statement, not per
-    row, so everything a batch holds for a table goes in the same few statements."""
-    groups: dict[tuple[str, str], list[TableOps]] = {}
-    base = 0  # seq of each run moved past the runs before it in the batch
-    i = 0
-    while i < len(parts):
-        run = parts[i][0]
-        j = i + 1
-        while j < len(parts) and parts[j][0] is run:
-            j += 1
-        pieces = parts[i:j]
-        i = j
-        count = len(run.transactions)
-        whole = len(pieces) == 1 and pieces[0][1] == 0 and pieces[0][2] == count
-        if not whole:
-            starts = np.fromiter((run.op_starts[f] for _, f, _ in pieces), np.int64, len(pieces))
-            ends = np.fromiter(
-                (run.op_starts[e] if e < count else run.operations for _, _, e in pieces),
-                np.int64,
-                len(pieces),
-            )
-        for ops in run.tables:
-            data, rows = ops.ops, ops.rows
-            if not whole:
-                seq = ops.seq_array()
-                lows, highs = np.searchsorted(seq, starts), np.searchsorted(seq, ends)
-                if len(pieces) == 1:
-                    if lows[0] == highs[0]:
-                        continue
-                    data = data.slice(int(lows[0]), int(highs[0] - lows[0]))
-                else:
-                    taken = [
-                        np.arange(low, high) for low, high in zip(lows, highs, strict=True) if high > low
-                    ]
-                    if not taken:
-                        continue
-                    data = data.take(np.concatenate(taken))
-                rows = data.num_rows - data.column(2).null_count  # an UPDATE is two operations
-            if base:
-                data = data.set_column(0, "seq", pc.add(data.column(0), pa.scalar(base, pa.int64())))
-            group = groups.setdefault((ops.schema, ops.table), [])
-            if group and group[0].columns != ops.columns:
-                raise ValueError(f"{ops.schema}.{ops.table} was logged with other columns in between")
-            group.append(TableOps(ops.schema, ops.table, ops.columns, data, rows))
-        base += run.operations
-    return [
-        group[0]
-        if len(group) == 1
-        else TableOps(
-            group[0].schema,
-            group[0].table,
-            group[0].columns,
-            pa.concat_tables([g.ops for g in group]),
-            sum(g.rows for g in group),
-        )
-        for group in groups.values()
-    ]

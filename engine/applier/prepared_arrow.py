@@ -1,7 +1,7 @@
 """A prepared segment as one Arrow IPC stream: how a Spark task hands its result to the driver.
 
 The stream holds one record batch of one row. Each run contributes list columns: its transactions
-(a struct per transaction, one field per RunTransaction field, whatever fields it has), the first
+(a struct per transaction, one field per TransactionRecord field, whatever fields it has), the first
 operation of each transaction, its writesets, and each table's operations (a struct per
 operation, the table's own columns); the columns' descriptions, the run's other fields and the
 segment's small fields (resume_at, gap, continuity) are JSON in the schema's metadata. The run's
@@ -30,8 +30,8 @@ from ..binlog.columns import ColumnInfo
 from ..binlog.reader import BinlogFile, LoggedEvent, ReaderState
 from ..gtids import GtidBatch
 from ..relaylog.segments import Segment
-from ..transactions import Incomplete, Position, Transaction, TransactionAssembler
-from .prepare import PreparedRun, PreparedSegment, RunTransaction, TableOps
+from ..transactions import Incomplete, Position, Transaction, TransactionAssembler, TransactionRecord
+from .prepared import PreparedRun, PreparedSegment, TableOps
 
 _METADATA_KEY = b"relaydeck.prepared_segment"
 # LZ4-compressed buffers: the stream crosses Spark's JVM and sockets, where its bytes cost more
@@ -114,8 +114,8 @@ def _one_row(values: pa.Array) -> pa.Array:
 
 def _encode_run(run: PreparedRun, prefix: str, columns: dict[str, pa.Array]) -> dict[str, Any]:
     transactions = run.transactions
-    hints = typing.get_type_hints(RunTransaction)
-    names = RunTransaction._fields
+    hints = typing.get_type_hints(TransactionRecord)
+    names = TransactionRecord._fields
     values = zip(*transactions, strict=True) if transactions else [()] * len(names)
     arrays = [_column_codec(hints[name])[1](field) for name, field in zip(names, values, strict=True)]
     columns[prefix + "transactions"] = _one_row(pa.StructArray.from_arrays(arrays, names=list(names)))
@@ -148,10 +148,10 @@ def _encode_run(run: PreparedRun, prefix: str, columns: dict[str, pa.Array]) -> 
 
 
 def _decode_run(spec: dict[str, Any], prefix: str, columns: dict[str, pa.Array]) -> PreparedRun:
-    hints = typing.get_type_hints(RunTransaction)
+    hints = typing.get_type_hints(TransactionRecord)
     struct = columns[prefix + "transactions"].values
-    values = [_column_codec(hints[name])[2](struct.field(name)) for name in RunTransaction._fields]
-    transactions = list(map(RunTransaction, *values))
+    values = [_column_codec(hints[name])[2](struct.field(name)) for name in TransactionRecord._fields]
+    transactions = list(map(TransactionRecord, *values))
     gtids = GtidBatch()
     for transaction in transactions:
         if transaction.gtid:
@@ -185,7 +185,7 @@ _SCALARS = {int: pa.int64(), str: pa.string(), bool: pa.bool_(), float: pa.float
 
 
 def _column_codec(hint: Any) -> _Codec:
-    """How a RunTransaction field of this type travels as a column: its Arrow type, the field's
+    """How a TransactionRecord field of this type travels as a column: its Arrow type, the field's
     values as an Arrow array, and the array back as the field's values."""
     hint = _without_none(hint)
     if hint is Position:

@@ -11,7 +11,8 @@ from ..pool.ahead import SEGMENTS_AHEAD_PER_WORKER, SegmentPipeline, TaskFailed
 from ..relaylog.continuity import Continuity
 from ..relaylog.index import RelayLogSet
 from ..relaylog.segments import plan_segments
-from .prepare import PreparedSegment, PrepareTask
+from .prepare import PrepareTask
+from .prepared import PreparedSegment
 
 # Transactions per segment: enough that a segment's DuckDB statements and commit are a small
 # share of applying it, few enough that every process gets several segments of a relay log.

@@ -245,7 +245,7 @@ def fill_gaps(slave: Slave, channel: str, logs: RelayLogSet, batch_size: int = 1
     many gaps were filled.
     """
     from .executor import TransactionExecutor, is_structural
-    from .single import progress_after
+    from .vocabulary import progress_after
 
     progress = slave.progress(channel) or ChannelProgress(channel)
     executed = ExecutedGtids.parse(progress.executed_gtids)
@@ -278,7 +278,7 @@ def fill_gaps(slave: Slave, channel: str, logs: RelayLogSet, batch_size: int = 1
 
 def _apply_gaps(slave: Slave, channel: str, executor, gaps: list[tuple[int, Transaction]]) -> None:  # type: ignore[no-untyped-def]
     from .executor import is_structural
-    from .single import transaction_error
+    from .vocabulary import transaction_error
 
     if not gaps:
         return

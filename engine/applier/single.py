@@ -25,279 +25,40 @@ reading time and the lag grew (2 runs of 2), so every catch-up still commits.
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-
-import duckdb
 
 from ..binlog.events import Incident
 from ..binlog.reader import LoggedEvent
-from ..errors import BinlogError, RelaydeckError
-from ..gtids import ExecutedGtids, GtidSet
+from ..errors import BinlogError
+from ..gtids import ExecutedGtids
 from ..relaylog.continuity import Continuity
-from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
+from ..relaylog.follow import CaughtUp
 from ..relaylog.index import RelayLogSet
-from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress, CommitRecord, Slave
-from ..slave.rowapply import ApplyError, InvalidString
-from ..slave.untranslatable import UntranslatableStatement
-from ..transactions import Incomplete, Transaction, TransactionAssembler, TransactionPart
-from .budget import DEFAULT_BUDGET, ByteBudget
+from ..transactions import Incomplete, Transaction, TransactionPart
+from .budget import ByteBudget
 from .controls import StartControls
-from .executor import TransactionExecutor, is_structural, locate_invalid_string
+from .executor import TransactionExecutor, is_structural
+from .reading import AnyEvent, continuity_after, held_size, read_chunks
+from .vocabulary import (
+    ApplyStats,
+    BatchLimits,
+    BatchRamp,
+    ChannelError,
+    CommitCallback,
+    ProgressCallback,
+    Until,
+    incident_error,
+    progress_after,
+    transaction_error,
+)
 
-ER_UNKNOWN_ERROR = 1105
-ER_INCIDENT = 1590
 _SWITCH_INTERVAL_S = 0.001
-
-
-class ChannelError(RelaydeckError):
-    """The channel stopped on an apply error; the slave holds every transaction before it."""
-
-    def __init__(
-        self, channel: str, errno: int, message: str, transaction: str | None, position: str | None
-    ) -> None:
-        self.channel = channel
-        self.errno = errno
-        self.message = message
-        self.transaction = transaction
-        self.position = position
-        where = f" in transaction {transaction}" if transaction else ""
-        at = f" (relay log {position})" if position else ""
-        name = f"'{channel}'" if channel else "''"
-        super().__init__(f"channel {name}: Error {errno}{where}{at}: {message}")
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class BatchLimits:
-    """When a combined DuckDB transaction is committed."""
-
-    # Measured on the MariaDB capture: larger groups amortise DuckDB's per-commit and per-table
-    # statement costs (500 trx/commit: 1,430 trx/s; 2,000: 2,460; 20,000: 2,890), up to the point
-    # where one batch's Arrow tables get large (50,000: 2,290).
-    transactions: int = 20_000
-    row_changes: int = 400_000
-    seconds: float = 5.0
-    # relay-log bytes read and not yet committed (see budget.py): a batch is at most a quarter
-    bytes: int = DEFAULT_BUDGET
-
-
-# A start's first batch is small, and each batch after it may be this many times larger, up to
-# the limits: after a restart the first commit comes within a fraction of a second (with 20,000
-# transactions or 5 s to a batch, a replay killed every few seconds could commit nothing), while a
-# long replay still commits in large batches, at the price of a handful more commits.
-FIRST_BATCH_TRANSACTIONS = 256
-FIRST_BATCH_SECONDS = 0.25
-BATCH_GROWTH = 4
-
-
-@dataclass(slots=True)
-class BatchRamp:
-    """The limits of the next batch: small at a start, growing to `limits` batch after batch."""
-
-    limits: BatchLimits
-    transactions: int = 0
-    seconds: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.transactions = min(self.limits.transactions, FIRST_BATCH_TRANSACTIONS)
-        self.seconds = min(self.limits.seconds, FIRST_BATCH_SECONDS)
-
-    def grow(self) -> None:
-        self.transactions = min(self.limits.transactions, self.transactions * BATCH_GROWTH)
-        self.seconds = min(self.limits.seconds, self.seconds * BATCH_GROWTH)
-
-
-@dataclass(slots=True, unsafe_hash=True)
-class Until:
-    """START REPLICA UNTIL: SQL_BEFORE_GTIDS, SQL_AFTER_GTIDS, or a relay/source log position.
-
-    log_kind says which log log_file names: "relay", "source", or "either" (the command line's
-    --until-pos, which matches a name of either kind).
-    """
-
-    after_gtids: str | None = None
-    log_file: str | None = None
-    log_pos: int | None = None
-    before_gtids: str | None = None
-    log_kind: str = "either"
-
-    def reached_after(self, txn: Transaction, executed: ExecutedGtids) -> bool:
-        if self.after_gtids is not None:
-            return _covers(executed, _parsed_set(self.after_gtids))
-        if self.log_file is not None and self.log_pos is not None:
-            if self.log_kind != "source" and txn.end.log_name == self.log_file:
-                return txn.end.pos >= self.log_pos
-            if self.log_kind != "relay" and txn.source_log_file == self.log_file:
-                return txn.source_end_pos >= self.log_pos
-        return False
-
-    def stops_before(self, txn: Transaction) -> bool:
-        """SQL_BEFORE_GTIDS: the transaction is one of the set, so the channel stops before it."""
-        if self.before_gtids is None or not txn.gtid:
-            return False
-        return _in_set(txn.gtid, self.before_gtids)
-
-    def satisfied_at_start(self, executed: ExecutedGtids) -> bool:
-        """SQL_BEFORE_GTIDS naming a transaction already applied: too late to stop before it (MySQL
-        stops at once); SQL_AFTER_GTIDS all applied: nothing left to wait for."""
-        if self.before_gtids is not None:
-            return _overlaps(_parsed_set(self.before_gtids), executed)
-        if self.after_gtids is not None:
-            return _covers(executed, _parsed_set(self.after_gtids))
-        return False
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed_set(text: str) -> ExecutedGtids:
-    """UNTIL's set, parsed once (it is checked for every transaction; callers do not change it)."""
-    return ExecutedGtids.parse(text)
-
-
-def _in_set(gtid: str, set_text: str) -> bool:
-    wanted = _parsed_set(set_text)
-    if ":" in gtid:
-        return wanted.contains(gtid)
-    # A MariaDB position names one GTID per domain, not everything up to it
-    return gtid in {str(g) for g in wanted.maria.values()}
-
-
-def _overlaps(wanted: ExecutedGtids, executed: ExecutedGtids) -> bool:
-    if any(executed.contains(str(g)) for g in wanted.maria.values()):
-        return True
-    done = executed.mysql.intervals()
-    for sid, ranges in wanted.mysql.intervals().items():
-        for lo, hi in ranges:
-            if any(a <= hi and lo <= b for a, b in done.get(sid, ())):
-                return True
-    return False
-
-
-def _covers(executed: ExecutedGtids, wanted: ExecutedGtids) -> bool:
-    if not all(executed.contains(str(g)) for g in wanted.maria.values()):
-        return False
-    done = executed.mysql.intervals()  # merged: a covered interval lies inside one of them
-    return all(
-        any(a <= lo and hi <= b for a, b in done.get(sid, ()))
-        for sid, ranges in wanted.mysql.intervals().items()
-        for lo, hi in ranges
-    )
-
-
-class AnyEvent:
-    """Set when any of its events is: following waits on STOP and KILL at once."""
-
-    def __init__(self, *events: threading.Event) -> None:
-        self.events = events
-
-    def is_set(self) -> bool:
-        return any(e.is_set() for e in self.events)
-
-
-def _held_size(item: object) -> int:
-    """Relay-log bytes an item read holds until it is applied (coordinator events: none)."""
-    kind = type(item)
-    if kind is Transaction:
-        return item.size - item.streamed  # type: ignore[attr-defined]
-    if kind is TransactionPart:
-        return item.size  # type: ignore[attr-defined]
-    return 0
-
-
-def _read_chunks(
-    logs: RelayLogSet,
-    start_file: str | None,
-    start_pos: int,
-    follow: AnyEvent | None = None,
-    budget: ByteBudget | None = None,
-    parts: bool = False,
-    continuity: Continuity | None = None,
-) -> Iterator[list[object]]:
-    """The relay log grouped into transactions and coordinator events, a few hundred at a time.
-
-    Reading stays in the applier's thread: a reader thread was measured slower (the GIL makes the
-    two threads take turns rather than overlap), so the single applier is one thread, like MySQL's.
-    An unfinished group at the end waits for the rest of its events and is not handed on.
-
-    follow: keep reading as the relay logs grow, until the event is set. A chunk then ends with
-    CAUGHT_UP whenever everything that has arrived was read, so the applier commits what it holds
-    instead of waiting for a batch to fill.
-
-    budget: a chunk ends at its share; with parts, a row-only transaction larger than its part
-    share comes in TransactionParts.
-
-    continuity: checks every event against the ones before it (RelayLogGap where something the
-    source logged is missing); None for a range read again that was checked already.
-    """
-    if follow is not None:
-        assert logs.index_file is not None, "following needs the relay-log index"
-        events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow)
-    else:
-        events = stream_events(logs, start_file=start_file, start_pos=start_pos)
-    check = None
-    if continuity is not None:
-        if start_file is not None:
-            path = next((p for p in logs.files if p.name == start_file), None)
-            if path is not None:
-                continuity.starting_in(path, start_pos)
-        check = continuity.event
-    assembler = TransactionAssembler(budget.part_bytes if budget is not None and parts else None)
-    chunk_limit = budget.chunk_bytes if budget is not None else sys.maxsize
-    chunk: list[object] = []
-    chunk_bytes = 0
-    try:
-        try:
-            for logged in events:
-                if isinstance(logged, CaughtUp):
-                    chunk.append(CAUGHT_UP)
-                    yield chunk
-                    chunk, chunk_bytes = [], 0
-                    continue
-                if check is not None:
-                    check(logged)
-                done = assembler.feed(logged)
-                if done:
-                    chunk.extend(done)
-                    if budget is not None:
-                        chunk_bytes += sum([_held_size(item) for item in done])
-                if len(chunk) >= 256 or chunk_bytes >= chunk_limit:
-                    yield chunk
-                    chunk, chunk_bytes = [], 0
-        except BinlogError:
-            # Bad input: the whole transactions before it are handed on (and applied) first, so
-            # the channel stops right before the bad event, as MySQL's applier does.
-            if chunk:
-                yield chunk
-            raise
-        if chunk:
-            yield chunk
-    finally:
-        events.close()  # type: ignore[attr-defined]
-
-
-@dataclass(slots=True)
-class ApplyStats:
-    transactions: int = 0
-    skipped: int = 0  # already applied (by GTID)
-    skipped_by_counter: int = 0  # sql_replica_skip_counter
-    gaps_accepted: int = 0  # relay-log discontinuities the skip counter let past
-    row_changes: int = 0
-    bytes: int = 0
-    commits: int = 0
-    stopped_by: str = "end of relay log"
-    prepared_runs: int = 0  # runs the preparing stage prepared, scheduled as prepared (parallel applier)
-    runs_read_again: int = 0  # prepared runs or transactions that went the ordinary way instead
-    started: float = field(default_factory=time.monotonic)
-
-
-ProgressCallback = Callable[[ApplyStats, LoggedEvent | Transaction | None], None]
-CommitCallback = Callable[[list[Transaction]], None]  # after each DuckDB commit, with what it held
 
 
 class ChannelApplier:
@@ -367,7 +128,7 @@ class ChannelApplier:
         ramp = BatchRamp(self.limits)
         try:
             for chunk in reader:
-                self.budget.take(sum([_held_size(item) for item in chunk]))  # released once applied
+                self.budget.take(sum([held_size(item) for item in chunk]))  # released once applied
                 work = deque(chunk)
                 while work:
                     item = work.popleft()
@@ -475,7 +236,7 @@ class ChannelApplier:
         where each transaction is looked at whole before it is applied (UNTIL, the skip counter,
         SQL_Delay). continuity: the check of what it reads (None: a range checked already)."""
         one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
-        return _read_chunks(
+        return read_chunks(
             self.logs, start_file, pos, follow, self.budget, parts=not one_at_a_time, continuity=continuity
         )
 
@@ -640,79 +401,3 @@ class ChannelApplier:
 
     def _channel_error(self, txn: Transaction | TransactionPart, exc: Exception) -> ChannelError:
         return transaction_error(self.channel, txn, exc)
-
-
-def continuity_after(progress: ChannelProgress, controls: StartControls) -> Continuity:
-    """The relay-log continuity check of a channel going on from what the slave recorded; the
-    skip counter lets discontinuities past."""
-    continuity = Continuity.resuming(
-        progress.source_log_file if progress.relay_log_file is not None else None,
-        progress.source_log_pos,
-        progress.executed_gtids,
-    )
-    continuity.accept = controls.take_gap
-    return continuity
-
-
-def progress_after(
-    progress: ChannelProgress, txn: Transaction, executed: str, transactions: int
-) -> ChannelProgress:
-    """The channel's position once `txn` (its `transactions`-th) is applied."""
-    return replace(
-        progress,
-        relay_log_file=txn.end.log_name,
-        relay_log_pos=txn.end.pos,
-        source_log_file=txn.source_log_file,
-        source_log_pos=txn.source_end_pos,
-        executed_gtids=executed,
-        transactions=transactions,
-        last_transaction=txn.gtid or f"{txn.source_log_file}:{txn.source_end_pos}",
-    )
-
-
-def incident_error(channel: str, logged: LoggedEvent) -> ChannelError:
-    """An INCIDENT event stops the channel (ER_SLAVE_INCIDENT), as on MySQL."""
-    return ChannelError(
-        channel,
-        ER_INCIDENT,
-        f"The incident {logged.event.info()} occurred on the source",  # type: ignore[attr-defined]
-        None,
-        f"{logged.log_name}:{logged.pos}",
-    )
-
-
-def apply_error_text(exc: Exception, txn: Transaction | TransactionPart | None = None) -> tuple[int, str]:
-    """MySQL error number and message for an error applying a transaction (`txn`, where known,
-    lets a value's error name the rows event and row that logged it)."""
-    if isinstance(exc, InvalidString):
-        found = locate_invalid_string(txn, exc) if txn is not None else None
-        if found is None:
-            return exc.errno, exc.message
-        logged, row = found
-        return exc.errno, f"{exc.message} at row {row} of the rows event at {logged.log_name}:{logged.pos}"
-    if isinstance(exc, ApplyError):
-        return exc.errno, exc.message
-    if isinstance(exc, UntranslatableStatement):
-        return exc.errno, exc.one_line()
-    if isinstance(exc, RelaydeckError):
-        return ER_UNKNOWN_ERROR, exc.one_line()
-    if isinstance(exc, duckdb.Error):
-        return ER_UNKNOWN_ERROR, f"DuckDB: {str(exc).splitlines()[0]}"
-    # Not an error of the input nor of DuckDB: still located by the caller, and named by its kind
-    # so that it can be reported.
-    first_line = (str(exc).splitlines() or [""])[0]
-    return ER_UNKNOWN_ERROR, f"the transaction could not be applied ({type(exc).__name__}: {first_line})"
-
-
-def transaction_error(channel: str, txn: Transaction | TransactionPart, exc: Exception) -> ChannelError:
-    """The error that stops a channel on `txn`: MySQL's number and words, the transaction, and
-    where it starts in the relay log."""
-    errno, message = apply_error_text(exc, txn)
-    return ChannelError(channel, errno, message, txn.describe(), str(txn.start))
-
-
-def gtid_set_text(text: str) -> str:
-    """Normalise a GTID set given on the command line (validates it)."""
-    if ":" in text:
-        return str(GtidSet.parse(text)).replace(",\n", ",")
-    return str(ExecutedGtids.parse(text))

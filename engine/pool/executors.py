@@ -67,12 +67,13 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def _where(segment: Segment) -> str:
+def segment_position(segment: Segment) -> str:
+    """Where a segment starts, as the activity views show it (file:pos)."""
     name, pos = segment.start
     return f"{name}:{pos}"
 
 
-class _InFlight:
+class SegmentsInFlight:
     """The segments an executor holds, for activity(): submitted, not yet done."""
 
     def __init__(self) -> None:
@@ -176,7 +177,7 @@ class ProcessExecutor:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self._executor: Any = None
-        self._in_flight = _InFlight()
+        self._in_flight = SegmentsInFlight()
 
     def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
         if self._executor is None:
@@ -199,7 +200,7 @@ class ProcessExecutor:
         for i in range(self.workers):
             segment = held[i] if i < len(held) else None
             state = "preparing" if segment is not None else "idle"
-            out.append(ExecutorActivity(f"process {i + 1}", state, segment and _where(segment)))
+            out.append(ExecutorActivity(f"process {i + 1}", state, segment and segment_position(segment)))
         if len(held) > self.workers:
             out.append(ExecutorActivity("queue", "queued", f"{len(held) - self.workers} segments"))
         return out

@@ -30,7 +30,14 @@ from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
 from ..gc_tuning import relax_garbage_collector
 from ..relaylog.segments import Segment
-from .executors import ExecutorActivity, ProcessExecutor, SegmentTask, _InFlight, _where, local_cores
+from .executors import (
+    ExecutorActivity,
+    ProcessExecutor,
+    SegmentsInFlight,
+    SegmentTask,
+    local_cores,
+    segment_position,
+)
 
 R = TypeVar("R")
 
@@ -202,7 +209,7 @@ class SparkExecutor:
         self._start_error: BaseException | None = None
         self._closed = False
         self._local = ProcessExecutor(max(1, min(self.workers, local_cores())))
-        self._in_flight = _InFlight()
+        self._in_flight = SegmentsInFlight()
         self._slots: dict[int, Segment | None] = {}
         self._slot_of = threading.local()
         self._slot_numbers = itertools.count(1)
@@ -298,7 +305,7 @@ class SparkExecutor:
         for number in range(1, self.jobs + 1):
             segment = slots.get(number)
             state = "preparing" if segment is not None else "idle"
-            out.append(ExecutorActivity(f"spark task {number}", state, segment and _where(segment)))
+            out.append(ExecutorActivity(f"spark task {number}", state, segment and segment_position(segment)))
         waiting = len(self._in_flight.snapshot()) - sum(s is not None for s in slots.values())
         if waiting > 0:
             out.append(ExecutorActivity("queue", "queued", f"{waiting} segments"))

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..applier.controls import StartControls
-from ..applier.parallel import POOLS, ParallelOptions
 from ..applier.recovery import RecoveryPicture, recovery_pictures
-from ..applier.single import BatchLimits, CommitCallback, Until, gtid_set_text
+from ..applier.vocabulary import POOLS, BatchLimits, CommitCallback, ParallelOptions, Until, gtid_set_text
 from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
 from ..relaylog.index import channel_relay_log_names, read_index

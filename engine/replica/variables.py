@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..applier.parallel import PARALLEL_TYPES, ParallelOptions
+from ..applier.vocabulary import PARALLEL_TYPES, ParallelOptions
 from .errors import (
     ER_GLOBAL_VARIABLE,
     ER_UNKNOWN_SYSTEM_VARIABLE,

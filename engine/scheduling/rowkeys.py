@@ -20,10 +20,8 @@ from decimal import Decimal
 from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.events import Query, RowsEvent, TableMap
 from ..slave.schema import Catalog, MysqlTable
-from ..transactions import Transaction, statement_verb
+from ..transactions import DELIMITING_VERBS, Transaction, statement_verb
 from .writeset import one_column_hashes, writeset_hash
-
-_DELIMITERS = frozenset({"BEGIN", "COMMIT", "XA", "SAVEPOINT", "RELEASE"})
 
 Decoded = dict[int, RowImages]  # index of the rows event in Transaction.events -> its images
 
@@ -50,7 +48,7 @@ def transaction_writeset(txn: Transaction, catalog: Catalog) -> tuple[list[int] 
             table = catalog.get((table_map.schema, table_map.table))
             if usable and (table is None or not _row_hashes(images, table, catalog, hashes)):
                 usable = False
-        elif isinstance(event, Query) and statement_verb(event.query) not in _DELIMITERS:
+        elif isinstance(event, Query) and statement_verb(event.query) not in DELIMITING_VERBS:
             usable = False
     return (hashes if usable and hashes else None), decoded
 

@@ -25,8 +25,7 @@ from .names import INTERNAL_SCHEMA, TEMPORARY_SCHEMA, mysql_database
 from .schema import Catalog
 
 if TYPE_CHECKING:
-    from ..applier.prepare import RunTransaction
-    from ..transactions import Transaction
+    from ..transactions import Transaction, TransactionRecord
 
 
 # DuckDB checkpoints when its WAL passes the threshold (16 MB by default), inside the commit that
@@ -316,7 +315,7 @@ class Slave:
         self,
         channel: str,
         seqnos: Sequence[int],
-        transactions: Sequence[Transaction | RunTransaction],
+        transactions: Sequence[Transaction | TransactionRecord],
         worker: int,
     ) -> None:
         """record_commits for transactions one worker commits together, built column-wise (a

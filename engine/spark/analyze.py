@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..applier.executor import TransactionExecutor, is_structural
-from ..applier.parallel import ParallelOptions
+from ..applier.vocabulary import ParallelOptions
 from ..binlog.events import Incident, RowsEvent, TableMap
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
