@@ -32,6 +32,46 @@ def test_no_import_circle() -> None:
     assert circles(graph()) == []
 
 
+def test_no_module_imports_another_ones_private_name() -> None:
+    private = sorted(
+        f"{found.importer}:{found.line} takes {name} from {found.imported}"
+        for found in imports()
+        for name in found.names
+        if name.startswith("_")
+    )
+    assert private == []
+
+
+# (lower, higher): the lower layer never imports the higher one; data flows binlog -> relay log ->
+# transactions -> scheduling -> slave -> applier -> replay -> replica, and the engine knows no console
+LAYERS_THAT_NEVER_LOOK_UP = [
+    ("engine.binlog", "engine.relaylog"),
+    ("engine.binlog", "engine.transactions"),
+    ("engine.transactions", "engine.applier"),
+    ("engine.scheduling", "engine.applier"),
+    ("engine.slave", "engine.applier"),
+    ("engine.slave", "engine.replay"),
+    ("engine.applier", "engine.replay"),
+    ("engine.applier", "engine.replica"),
+    ("engine.replay", "engine.replica"),
+    ("engine", "console"),
+]
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_layers_import_only_downwards() -> None:
+    upwards = sorted(
+        f"{found.importer}:{found.line} imports {found.imported}"
+        for found in imports()
+        for lower, higher in LAYERS_THAT_NEVER_LOOK_UP
+        if _in(found.importer, lower) and _in(found.imported, higher)
+    )
+    assert upwards == []
+
+
 def test_circle_finder_finds_a_circle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert circles(edges) == [["a", "b", "c"]]

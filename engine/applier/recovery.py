@@ -309,7 +309,8 @@ def inspect_recovery(
     slave_path: str | Path, repository_path: str | Path, channel: str | None = None
 ) -> list[RecoveryPicture]:
     """The recovery picture of every channel (or one), read without changing the slave or the
-    repository: what the next start would apply before resuming."""
+    repository: what the next start would apply before resuming. None for a channel that does
+    not exist."""
     from ..repository import Repository
 
     if not Path(slave_path).exists():
@@ -331,11 +332,8 @@ def recovery_pictures(slave: Slave, repository, channel: str | None = None) -> l
     names = {p.channel.lower(): p.channel for p in slave.all_progress()}
     names.update({n.lower(): n for n in repository.channels()})
     if channel is not None:
-        if channel.lower() not in names:
-            from ..replica.errors import channel_does_not_exist
-
-            raise channel_does_not_exist(channel)
-        names = {channel.lower(): names[channel.lower()]}
+        # none for a channel that does not exist: the caller words that error (MySQL's 3074)
+        names = {channel.lower(): names[channel.lower()]} if channel.lower() in names else {}
     pictures = []
     for name in sorted(names.values()):
         info = repository.relay_log_info(name) or {}
