@@ -22,7 +22,7 @@ from engine.replica.errors import already_running, channel_does_not_exist
 from engine.replica.monitor import ChannelView, PoolSlotView, PoolView, ReceiverView, Snapshot, WorkerView
 from engine.replica.server import ReplicaServer, Result
 
-from .cli import BUNDLED_RELAY_LOG
+from .cli.events import BUNDLED_RELAY_LOG
 
 SOURCE = "demo: a frozen, made-up state"
 TAKEN_AT = float(calendar.timegm((2025, 6, 2, 9, 41, 0)))
