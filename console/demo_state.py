@@ -36,7 +36,7 @@ from engine.api import (
     parse_statement,
 )
 
-from .cli import BUNDLED_RELAY_LOG
+from .cli.events import BUNDLED_RELAY_LOG
 
 SOURCE = "demo: a frozen, made-up state"
 TAKEN_AT = float(calendar.timegm((2025, 6, 2, 9, 41, 0)))

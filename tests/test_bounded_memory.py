@@ -168,7 +168,7 @@ def test_a_log_cut_inside_a_large_transaction_applies_none_of_it(large_log, tmp_
 def test_the_command_line_sets_the_budget_with_pending_jobs_size_max():
     import argparse
 
-    from console.cli import _limits
+    from console.cli.replay import batch_limits as _limits
     from engine.errors import RelaydeckError
 
     limits = _limits(argparse.Namespace(group_size=None, pending_jobs_size_max=BUDGET))

@@ -108,7 +108,7 @@ def test_sql_show_relaylog_events_shows_escape_sequences_escaped(hostile_index, 
 
 
 def test_the_analyze_report_shows_keys_and_tables_from_the_log_escaped():
-    from console.analyze_cli import write_report
+    from console.cli.analyze import write_report
 
     document = {
         "workers": [1],

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from console import analyze_cli
+from console.cli import analyze as analyze_cli
 from engine.applier.executor import is_structural
 from engine.binlog.columns import decode_rows_event
 from engine.binlog.events import RowsEvent, TableMap

@@ -64,7 +64,7 @@ def test_java_on_path_when_java_home_has_none(monkeypatch, tmp_path):
 
 def test_importing_the_spark_modules_starts_no_jvm():
     code = (
-        "import engine.spark.analyze, engine.spark.decode, engine.spark.session, console.analyze_cli\n"
+        "import engine.spark.analyze, engine.spark.decode, engine.spark.session, console.cli.analyze\n"
         "from pyspark import SparkContext\n"
         "assert SparkContext._gateway is None and SparkContext._active_spark_context is None\n"
         "assert engine.spark.session._session is None\n"

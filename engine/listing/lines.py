@@ -1,5 +1,5 @@
-"""Relay-log events as `relaydeck events` lists them: SHOW RELAYLOG EVENTS' columns as a
-tab-separated line or a JSON object per event, with a rows event's decoded rows (--rows).
+"""Relay-log events as `relaydeck events` lists them: each event's SHOW RELAYLOG EVENTS row
+(show.py) as a tab-separated line or a JSON object, with a rows event's decoded rows (--rows).
 
 One loop formats a whole stream (the serial listing) and one segment of it (the pool's task), so
 both give the same text by construction.
@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..binlog.columns import decode_rows_event
-from ..binlog.constants import EVENT_TYPE_NAMES, event_type_name
+from ..binlog.constants import EVENT_TYPE_NAMES
 from ..binlog.events import RowsEvent, TableMap
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
 from ..render import json_value, json_visible, row_lines_fast, rows_json_fast, visible
 from ..transactions import row_kind_name
+from .show import EVENT_COLUMNS, event_row_maker
 
-TEXT_HEADER = "Log_name\tPos\tEvent_type\tServer_id\tEnd_log_pos\tInfo\n"
+TEXT_HEADER = "\t".join(EVENT_COLUMNS) + "\n"
 # Lines are gathered and written a few thousand at a time: one write per event costs more than
 # formatting the event.
 FLUSH_LINES = 4096
@@ -66,9 +67,8 @@ def format_events(
     """
     write = pending.append
     rows, as_json = options.rows, options.as_json  # locals: read once per event
-    names = _JSON_TYPE_NAMES if as_json else _TYPE_NAMES
+    event_row = event_row_maker(keep_line_breaks=as_json)  # JSON strings carry line breaks
     log_name, shown_log_name = None, ""  # the relay file's name as printed, for its events
-    shown_maps: dict[int, tuple[TableMap, str]] = {}  # id(table map) -> (it, its info as printed)
     shown = 0
     for logged in events:
         if check is not None:
@@ -82,7 +82,6 @@ def format_events(
         kind = type(event)
         if kind is TableMap:
             table_maps[event.table_id] = event  # type: ignore[attr-defined]
-        header = logged.header
         images = None
         rows_error = None
         if rows and kind is RowsEvent:
@@ -99,23 +98,18 @@ def format_events(
                     images = decode_rows_event(event, table_map)  # type: ignore[arg-type]
                 except ValueError as exc:
                     raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
-        if logged.log_name != log_name:
-            log_name = logged.log_name
-            shown_log_name = _json_text(log_name) if as_json else visible(log_name)
-        code = header.type_code
-        type_name = names.get(code) or _type_name(code, as_json)
-        if kind is TableMap:
-            # a source repeats the same table map, which the reader gives as one object
-            known = shown_maps.get(id(event))
-            if known is None or known[0] is not event:
-                known = shown_maps[id(event)] = (event, _shown_info(event.info(), as_json))
-            info = known[1]
-        else:
-            info = _shown_info(event.info(), as_json)
+        name, pos, type_name, server_id, end_log_pos, info = event_row(logged)
+        if name != log_name:
+            log_name = name
+            shown_log_name = _json_string(name) if as_json else visible(name)
         if as_json:
+            try:
+                type_name = _JSON_TYPE_NAMES[type_name]
+            except KeyError:  # Unknown(code)
+                type_name = _json_string(type_name)
             line = (
-                f'{{"log_name": {shown_log_name}, "pos": {logged.pos}, "event_type": {type_name}, '
-                f'"server_id": {header.server_id}, "end_log_pos": {header.log_pos}, "info": {info}'
+                f'{{"log_name": {shown_log_name}, "pos": {pos}, "event_type": {type_name}, '
+                f'"server_id": {server_id}, "end_log_pos": {end_log_pos}, "info": {_json_string(info)}'
             )
             if rows and kind is RowsEvent:
                 if images is not None:
@@ -129,33 +123,17 @@ def format_events(
                     line += f', "rows_error": {_json_string(rows_error)}'
             write(json_visible(line + "}\n"))
         else:
-            write(
-                f"{shown_log_name}\t{logged.pos}\t{type_name}\t{header.server_id}\t{header.log_pos}\t{info}\n"
-            )
+            # statements and names from the log may hold terminal escape sequences: shown escaped
+            if not info.isprintable():
+                info = visible(info)
+            write(f"{shown_log_name}\t{pos}\t{type_name}\t{server_id}\t{end_log_pos}\t{info}\n")
             if images is not None:
                 write(row_lines(images))
             elif rows_error:
                 write(f"### ({rows_error})\n")
 
 
-_TYPE_NAMES = dict(EVENT_TYPE_NAMES)
-_JSON_TYPE_NAMES = {code: _json_string(name) for code, name in EVENT_TYPE_NAMES.items()}
-
-
-def _type_name(code: int, as_json: bool) -> str:
-    name = event_type_name(code)
-    return _json_string(name) if as_json else name
-
-
-def _shown_info(info: str, as_json: bool) -> str:
-    if as_json:
-        return _json_text(info)
-    # statements and names from the log may hold terminal escape sequences: shown escaped
-    return info if info.isprintable() else visible(info.replace("\n", " "))
-
-
-def _json_text(value: Any) -> str:
-    return _json_string(value) if type(value) is str else json.dumps(value, ensure_ascii=False)
+_JSON_TYPE_NAMES = {name: _json_string(name) for name in EVENT_TYPE_NAMES.values()}
 
 
 def row_lines(images) -> str:  # type: ignore[no-untyped-def]
@@ -198,14 +176,30 @@ def rows_json(images) -> str:  # type: ignore[no-untyped-def]
 _column_keys: dict[int, tuple[Any, list[str] | None]] = {}
 
 
+# (before, after): an image by column name, or None where the event has no such image
+RowValues = tuple[dict[str, Any] | None, dict[str, Any] | None]
+
+
+def row_values(images) -> list[RowValues]:  # type: ignore[no-untyped-def]
+    """A rows event's rows as JSON-ready values: the rows `events --rows --json` writes, and the
+    ones the console's relay-log browser shows for the event under its cursor."""
+    return [
+        (
+            None if before is None else {k: json_value(v) for k, v in before.items()},
+            None if after is None else {k: json_value(v) for k, v in after.items()},
+        )
+        for before, after in images.rows()
+    ]
+
+
 def rows_json_values(images) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    """The rows as JSON-ready values: before and after images by column name."""
+    """The rows as the JSON list holds them: {"before": …, "after": …}, an absent image left out."""
     out = []
-    for before, after in images.rows():
+    for before, after in row_values(images):
         row: dict[str, object] = {}
         if before is not None:
-            row["before"] = {k: json_value(v) for k, v in before.items()}
+            row["before"] = before
         if after is not None:
-            row["after"] = {k: json_value(v) for k, v in after.items()}
+            row["after"] = after
         out.append(row)
     return out

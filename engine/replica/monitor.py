@@ -19,7 +19,6 @@ from ..binlog.events import RowsEvent, TableMap
 from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
 from ..relaylog.index import read_index
-from ..render import json_value
 from ..repository import ZERO_TIMESTAMP, ChannelStatus, Repository
 from .receiving import receives_from_source
 from .views import ChannelView, EventRows, PoolSlotView, PoolView, ReceiverView, Snapshot, WorkerView
@@ -167,8 +166,10 @@ def event_rows(index_file: str | Path, log_name: str, pos: int) -> EventRows | N
     """The rows of the rows event at log_name:pos (None when the event there is not a rows event).
 
     Reads the relay-log file itself (read-only): the table map it needs comes before it in the
-    same transaction.
+    same transaction. The rows are the ones `relaydeck events --rows --json` writes.
     """
+    from ..listing.lines import row_values
+
     files = read_index(index_file).files
     path = next((p for p in files if p.name == Path(log_name).name), None)
     if path is None:
@@ -186,13 +187,6 @@ def event_rows(index_file: str | Path, log_name: str, pos: int) -> EventRows | N
             table_map = table_maps.get(event.table_id)
             if table_map is None:
                 return EventRows("", logged.event_type, (), "no table map before this event in its file")
-            images = decode_rows_event(event, table_map)
-            rows = tuple(
-                (
-                    None if before is None else {k: json_value(v) for k, v in before.items()},
-                    None if after is None else {k: json_value(v) for k, v in after.items()},
-                )
-                for before, after in images.rows()
-            )
+            rows = tuple(row_values(decode_rows_event(event, table_map)))
             return EventRows(f"{table_map.schema}.{table_map.table}", logged.event_type, rows)
     return None

@@ -577,8 +577,10 @@ class ReplicaServer:
             path = next((p for p in files if p.name == Path(cmd.log_name).name), None)
             if path is None:
                 raise CommandError(ER_UNKNOWN_TARGET_BINLOG, "Target log not found in binlog index")
+        from ..listing.show import EVENT_COLUMNS, event_row_maker
+
         start = cmd.pos if cmd.pos is not None else 4
-        columns = ("Log_name", "Pos", "Event_type", "Server_id", "End_log_pos", "Info")
+        event_row = event_row_maker()
         rows: list[tuple[Any, ...]] = []
         skip = cmd.offset
         try:
@@ -596,16 +598,7 @@ class ReplicaServer:
                         continue
                     if cmd.limit is not None and len(rows) >= cmd.limit:
                         break
-                    rows.append(
-                        (
-                            logged.log_name,
-                            logged.pos,
-                            logged.event_type,
-                            logged.header.server_id,
-                            logged.header.log_pos,
-                            logged.event.info().replace("\n", " "),
-                        )
-                    )
+                    rows.append(event_row(logged))
         except RelaydeckError as exc:
             if isinstance(exc, CommandError):
                 raise
@@ -613,7 +606,7 @@ class ReplicaServer:
                 ER_ERROR_WHEN_EXECUTING_COMMAND,
                 f"Error when executing command SHOW RELAYLOG EVENTS: {exc.one_line()}",
             ) from None
-        return Result(columns, rows)
+        return Result(EVENT_COLUMNS, rows)
 
     def _set(self, cmd: SetVariables) -> Result:
         values: dict[str, str | None] = {}

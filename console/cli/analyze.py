@@ -1,7 +1,4 @@
-"""`relaydeck analyze`: how much parallelism relay logs offer each scheduler, computed with Spark.
-
-Wired into console/cli.py with `add_parser(subparsers)`; `cmd_analyze(args, out)` runs it.
-"""
+"""`relaydeck analyze`: how much parallelism relay logs offer each scheduler, computed with Spark."""
 
 from __future__ import annotations
 
@@ -11,11 +8,12 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from console.channel_option import add_channel_option, channel_and_index
 from engine.errors import RelaydeckError
 from engine.relaylog.index import validate_channel_name
 from engine.render import visible
 from engine.scheduling.writeset import DEFAULT_HISTORY_SIZE
+
+from .channel_option import add_channel_option, channel_and_index
 
 DEFAULT_WORKERS = (1, 2, 4, 8, 16)
 

@@ -1,7 +1,4 @@
-"""`relaydeck receive`: fetch a source's binary log over the replication protocol into relay logs.
-
-Wired into console/cli.py with `add_parser(subparsers)`; `cmd_receive(args, out)` runs it.
-"""
+"""`relaydeck receive`: fetch a source's binary log over the replication protocol into relay logs."""
 
 from __future__ import annotations
 

@@ -4,8 +4,6 @@ position the channel there, for a source whose binary logs no longer reach back 
     relaydeck clone CONFIG.toml [--channel NAME]                  # the channel `serve` runs
     relaydeck clone --slave S --repository R --channel NAME       # a channel configured by CHANGE
                     [--source-host H --source-port P --source-user U]
-
-Wired into console/cli.py with `add_parser(subparsers)`; `cmd_clone(args, out)` runs it.
 """
 
 from __future__ import annotations
