@@ -14,8 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from engine.errors import RelaydeckError
-from engine.gc_tuning import relax_garbage_collector
+from engine.api import RelaydeckError, relax_garbage_collector
 
 from . import analyze, clone, console, events, generate, receive, recovery, replay, serve, sql, status
 

@@ -8,10 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.errors import RelaydeckError
-from engine.relaylog.index import validate_channel_name
-from engine.render import visible
-from engine.scheduling.writeset import DEFAULT_HISTORY_SIZE
+from engine.api import DEFAULT_HISTORY_SIZE, RelaydeckError, validate_channel_name, visible
 
 from .channel_option import add_channel_option, channel_and_index
 
@@ -84,9 +81,7 @@ def parse_channels(values: list[str]) -> list[tuple[str, Path]]:
 
 
 def cmd_analyze(args: argparse.Namespace, out: TextIO) -> int:
-    from engine.relaylog.index import read_index
-    from engine.spark.analyze import analyze
-    from engine.spark.session import spark_session
+    from engine.api import analyze, read_index, spark_session
 
     if args.history_size < 1:
         raise RelaydeckError("--history-size must be at least 1")
@@ -114,7 +109,7 @@ def cmd_analyze(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _catalog_from(path: str):  # type: ignore[no-untyped-def]
-    from engine.slave.database import Slave
+    from engine.api import Slave
 
     if not Path(path).exists():
         raise RelaydeckError(f"{path}: no such slave")

@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
-from engine.render import visible
+from engine.api import RelaydeckError, visible
 
 PASSWORD_ENVIRONMENT = "RELAYDECK_SOURCE_PASSWORD"
 
@@ -55,10 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_clone(args: argparse.Namespace, out: TextIO) -> int:
     # imported here: the other commands need neither PyMySQL nor the DDL translator
-    from engine.clone import clone_channel
-    from engine.receiver.connection import SourceAccount
-    from engine.replica.config import apply_config, load_config
-    from engine.replica.server import ReplicaServer
+    from engine.api import ReplicaServer, SourceAccount, apply_config, clone_channel, load_config
 
     if args.config and (args.slave or args.repository):
         raise RelaydeckError("give CONFIG.toml, or --slave and --repository, not both")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 
-from engine.render import visible
+from engine.api import visible
 
 
 def stop_on_sigterm(stop: threading.Event) -> object:

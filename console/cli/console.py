@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
+from engine.api import RelaydeckError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]

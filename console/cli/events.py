@@ -10,8 +10,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from engine.listing import ListingOptions, list_events
-from engine.relaylog.index import resolve_inputs
+from engine.api import ListingOptions, list_events, resolve_inputs
 
 BUNDLED_RELAY_LOG = (
     Path(__file__).resolve().parent.parent.parent / "fixtures" / "mariadb-10.11-multisource" / "relay"

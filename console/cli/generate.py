@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
+from engine.api import RelaydeckError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -27,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
-    from engine.generate import WORKLOADS, generate
+    from engine.api import WORKLOADS, generate
 
     if args.workload not in WORKLOADS:
         raise RelaydeckError(f"unknown workload {args.workload!r}; choose one of {', '.join(WORKLOADS)}")

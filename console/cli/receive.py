@@ -8,10 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
-from engine.gtids import maria_gtid_list
-from engine.relaylog.index import validate_channel_name
-from engine.render import visible
+from engine.api import RelaydeckError, maria_gtid_list, validate_channel_name, visible
 
 PASSWORD_ENVIRONMENT = "RELAYDECK_SOURCE_PASSWORD"
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
@@ -118,10 +115,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     # imported here: the other commands need neither the receiver nor PyMySQL
-    from engine.gtids import GtidSet
-    from engine.receiver.connection import SourceTls
-    from engine.receiver.receiver import ReceiverSettings, SourceAccount, receive
-    from engine.receiver.stream import SourcePosition
+    from engine.api import GtidSet, ReceiverSettings, SourceAccount, SourcePosition, SourceTls, receive
 
     validate_channel_name(args.channel)  # ERROR 3076, printed as every RelaydeckError
     if args.max_relay_log_size < 4096:
@@ -163,7 +157,7 @@ def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     start = SourcePosition(args.from_file, args.from_pos) if args.from_file else None
     repository = None
     if args.repository is not None:
-        from engine.repository import Repository
+        from engine.api import Repository
 
         args.repository.parent.mkdir(parents=True, exist_ok=True)
         repository = Repository(args.repository)

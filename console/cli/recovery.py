@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from engine.render import json_visible, visible
+from engine.api import json_visible, visible
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -24,9 +24,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_recovery(args: argparse.Namespace, out: TextIO) -> int:
     """The recovery picture after a parallel applier stopped: LWM, worker checkpoints, gaps, plan."""
-    from engine.applier.recovery import inspect_recovery
+    from engine.api import inspect_recovery
 
     pictures = inspect_recovery(args.slave, args.repository, args.channel)
+    if args.channel is not None and not pictures:
+        from engine.api import channel_does_not_exist
+
+        raise channel_does_not_exist(args.channel)
     if args.json:
         out.write(json_visible(json.dumps([p.to_json() for p in pictures], ensure_ascii=False)) + "\n")
         return 0

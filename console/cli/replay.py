@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
+from engine.api import RelaydeckError
 
 from .channel_option import add_channel_option, channel_and_index
 from .common import stop_on_sigterm
@@ -120,7 +120,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     """Apply every channel's relay logs to the slave, then exit."""
-    from engine.replay import ChannelSpec, Replay
+    from engine.api import ChannelSpec, Replay
 
     specs = [ChannelSpec(*channel_and_index(c)) for c in args.channel]
     parallel = _parallel_options(args)
@@ -166,7 +166,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.applier.single import Until, gtid_set_text
+    from engine.api import Until, gtid_set_text
 
     if args.until_gtid and args.until_pos:
         raise RelaydeckError("give --until-gtid or --until-pos, not both")
@@ -184,7 +184,7 @@ def _until(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.applier.controls import StartControls
+    from engine.api import StartControls
 
     try:
         return StartControls(skip_counter=args.skip_counter, sql_delay=args.sql_delay)
@@ -194,8 +194,7 @@ def _controls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def batch_limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The single applier's BatchLimits from --group-size and --pending-jobs-size-max."""
-    from engine.applier.single import BatchLimits
-    from engine.replica.variables import VARIABLES
+    from engine.api import VARIABLES, BatchLimits
 
     if args.group_size is not None and args.group_size < 1:
         raise RelaydeckError("--group-size must be at least 1")
@@ -210,7 +209,7 @@ def batch_limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.applier.parallel import ParallelOptions
+    from engine.api import ParallelOptions
 
     if not 0 <= args.workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")

@@ -38,10 +38,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Configure the channels from CONFIG (CHANGE … / SET GLOBAL), START them, serve the socket."""
-    from engine.replica.config import apply_config, bundled_example, load_config
-    from engine.replica.control import ControlSocket
-    from engine.replica.server import ReplicaServer
-    from engine.repository import Repository
+    from engine.api import (
+        ControlSocket,
+        ReplicaServer,
+        Repository,
+        apply_config,
+        bundled_example,
+        load_config,
+    )
 
     config = load_config(args.config) if args.config else bundled_example(Path(args.work))
     config.slave.parent.mkdir(parents=True, exist_ok=True)

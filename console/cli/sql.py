@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
-from engine.render import json_visible
+from engine.api import RelaydeckError, json_visible
 
 from .common import shown
 
@@ -32,11 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     """One statement: through the running server's socket, else in this process."""
-    from engine.replica.commands import parse_statement
-    from engine.replica.control import connect
-    from engine.replica.errors import CommandError
-    from engine.replica.server import ReplicaServer, check_channels
-    from engine.repository import Repository
+    from engine.api import CommandError, ReplicaServer, Repository, check_channels, connect, parse_statement
 
     remote = connect(args.repository) if Path(args.repository).exists() else None
     try:

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from engine.errors import RelaydeckError
-from engine.render import json_visible
+from engine.api import RelaydeckError, json_visible
 
 from .common import shown
 
@@ -24,14 +23,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     """SHOW REPLICA STATUS from the repository (readable while a replay runs)."""
-    from engine.repository import Repository
+    from engine.api import Repository
 
     if not Path(args.repository).exists():
         raise RelaydeckError(f"{args.repository}: repository does not exist")
     with Repository(args.repository) as repo:
         rows = repo.status(args.channel)
     if args.channel is not None and not rows:
-        from engine.replica.errors import channel_does_not_exist
+        from engine.api import channel_does_not_exist
 
         raise channel_does_not_exist(args.channel)
     if args.json:
