@@ -15,7 +15,7 @@ is measured once per workload as a reference. Every replay's tables are compared
 generator's oracle (identical_tables); a replay that differs or fails is an engine bug and is
 listed under "failures".
 
-The workloads are three dependency shapes (see engine/generate/workloads.py):
+The workloads are three dependency shapes (see engine/generate/workloads/):
   oltp     sysbench write-only over 3 databases x 2 tables of random rows: few row conflicts;
            most transactions touch one database, 10% touch two
   multidb  transfers between bank databases, each also writing the audit database: separate

@@ -25,7 +25,7 @@ CAPTURE_TRANSACTIONS = 2145 + 303
 
 
 def _structural(txn: object) -> bool:
-    """Prepared transactions (RunTransaction) are row-only; the others say so themselves."""
+    """Prepared transactions (TransactionRecord) are row-only; the others say so themselves."""
     return isinstance(txn, Transaction) and is_structural(txn)
 
 
