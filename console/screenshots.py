@@ -1,22 +1,29 @@
-"""Regenerates the SVG screenshots of every view in screenshots/: python -m console.screenshots
+"""Regenerates the SVG screenshots in screenshots/: python -m console.screenshots
 
-Each scenario is the frozen demo state (console/demo_state.py) and the keys an operator presses;
-the snapshot tests play the same scenarios, so the screenshots are what the tests check.
+By default, the console over the bundled example running for real (console/example_screenshots.py),
+the README's pictures. With --demo, every view over the frozen, made-up state (console/demo_state.py)
+after the keys of one scenario (SCENARIOS), into screenshots/demo/: the snapshot tests play the same
+scenarios, so those pictures are what the tests check, identical on every machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from textual.pilot import Pilot
 
+from engine.api import RelaydeckError
+
 from .app import ConsoleApp
 from .demo_state import SOURCE, TAKEN_AT, DemoReplica
+from .example_screenshots import PLOT_SECONDS, Pacing, take
 
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+DEMO_SCREENSHOTS = SCREENSHOTS / "demo"
 # Keys for the characters typed on the command line that are not their own key names
 _KEY_NAMES = {" ": "space", "'": "apostrophe", ",": "comma", "=": "equals_sign", "*": "asterisk"}
 
@@ -137,13 +144,38 @@ async def capture(scenario: Scenario, folder: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m console.screenshots", description=__doc__)
     parser.add_argument(
-        "--out", type=Path, default=SCREENSHOTS, help="default: the repository's screenshots/"
+        "--demo", action="store_true", help="the frozen demo state's scenarios (the snapshot tests' views)"
+    )
+    parser.add_argument(
+        "--out", type=Path, help=f"default: {SCREENSHOTS.name}/ (with --demo: {SCREENSHOTS.name}/demo/)"
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="folder of the bundled example (its slave is emptied; default: a temporary folder)",
+    )
+    parser.add_argument(
+        "--feed-seconds", type=float, help="how long the example's feed lasts (default: as in the console)"
+    )
+    parser.add_argument(
+        "--plot-seconds",
+        type=float,
+        default=PLOT_SECONDS,
+        help="throughput history to wait for before the workers' screenshot (default: %(default)g)",
     )
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for scenario in SCENARIOS:
-        path = asyncio.run(capture(scenario, args.out))
-        print(f"{path}: {scenario.description}")
+    if args.demo:
+        out = args.out or DEMO_SCREENSHOTS
+        out.mkdir(parents=True, exist_ok=True)
+        for scenario in SCENARIOS:
+            path = asyncio.run(capture(scenario, out))
+            print(f"{path}: {scenario.description}")
+        return 0
+    try:
+        take(args.out or SCREENSHOTS, args.work, Pacing(args.feed_seconds, args.plot_seconds), sys.stdout)
+    except RelaydeckError as exc:
+        print(f"python -m console.screenshots: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
