@@ -1,5 +1,5 @@
 """Every view of the console, as recorded in tests/__snapshots__/ (the same scenarios as the SVGs
-in screenshots/): the frozen demo state, the keys pressed, the screen compared cell by cell.
+in screenshots/demo/): the frozen demo state, the keys pressed, the screen compared cell by cell.
 
 After an intended change of the look: pytest tests/test_console_snapshots.py --snapshot-update
 """
