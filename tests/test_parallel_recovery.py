@@ -14,10 +14,11 @@ import time
 
 import pytest
 
-from engine.applier.recovery import inspect_recovery
+from engine.applier.recovery import inspect_recovery, recovery_picture
 from engine.applier.vocabulary import PARALLEL_TYPES, ParallelOptions
 from engine.generate import generate
 from engine.gtids import ExecutedGtids
+from engine.relaylog.index import read_index
 from engine.replay import ChannelSpec, Replay
 from engine.slave.database import Slave
 
@@ -174,7 +175,7 @@ def test_kill_then_restart_applies_exactly_the_missing_transactions(tmp_path, or
     assert_tables_equal(slave, _expected(tmp_path / "relay"))
 
 
-def test_recovery_command_prints_the_picture_without_changing_anything(tmp_path):
+def _forged_crash(tmp_path):  # type: ignore[no-untyped-def]
     summary = generate("oltp", 32, tmp_path / "relay", size_mb=1)
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
     spec = [ChannelSpec("", summary.index_file)]
@@ -197,6 +198,11 @@ def test_recovery_command_prints_the_picture_without_changing_anything(tmp_path)
     missing = [records[2].seqno, records[4].seqno]
     s.con.execute("DELETE FROM __relaydeck.commits WHERE seqno IN (?, ?)", missing)
     s.close()
+    return slave, repo, summary, lwm_record, missing
+
+
+def test_recovery_command_prints_the_picture_without_changing_anything(tmp_path):
+    slave, repo, summary, lwm_record, missing = _forged_crash(tmp_path)
     before = slave.read_bytes()
     out = subprocess.run(
         [
@@ -227,3 +233,28 @@ def test_recovery_command_prints_the_picture_without_changing_anything(tmp_path)
         text=True,
     )
     assert text.returncode == 0 and text.stdout.count(": GAP") == 2
+
+
+def test_the_recovery_picture_is_read_at_one_moment_while_the_applier_moves_on(tmp_path):
+    # A running applier may move the LWM between the picture's reads; what it shows must be one
+    # moment: the LWM, the commits after it and the walk over them.
+    slave_path, repo, summary, lwm_record, missing = _forged_crash(tmp_path)
+    reader = Slave(slave_path)
+    applier = reader.session()
+    read_commits = reader.commits_after
+
+    def commits_after_then_the_applier_moves(channel, seqno):  # type: ignore[no-untyped-def]
+        records = read_commits(channel, seqno)
+        # the gaps are filled and the LWM moves to the end, committed by another session
+        applier.con.execute("UPDATE __relaydeck.progress SET transactions = ?", [summary.transactions])
+        return records
+
+    reader.commits_after = commits_after_then_the_applier_moves  # type: ignore[method-assign]
+    try:
+        picture = recovery_picture(reader, "", read_index(summary.index_file))
+    finally:
+        reader.close()
+    assert picture.problem is None
+    assert picture.lwm == lwm_record.seqno
+    assert [g.ordinal for g in picture.gaps] == missing
+    assert any("apply gap" in step for step in picture.plan)

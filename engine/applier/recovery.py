@@ -123,12 +123,17 @@ class RecoveryError(RelaydeckError):
 
 
 def walk_after_lwm(
-    slave: Slave, channel: str, logs: RelayLogSet
+    slave: Slave,
+    channel: str,
+    logs: RelayLogSet,
+    read: tuple[ChannelProgress, list[CommitRecord]] | None = None,
 ) -> Iterator[tuple[int, Transaction, CommitRecord | None]]:
     """(ordinal, transaction, its commit record or None) for every transaction after the LWM up to
-    the last one with a commit record. Nothing when there is nothing after the LWM."""
-    progress = slave.progress(channel) or ChannelProgress(channel)
-    records = slave.commits_after(channel, progress.transactions)
+    the last one with a commit record. Nothing when there is nothing after the LWM.
+
+    read: the LWM and the commit records after it, when the caller read them already (they must be
+    read together: a running applier moves the LWM in between)."""
+    progress, records = read if read is not None else lwm_and_commits_after(slave, channel)
     if not records:
         return
     by_position = {(r.relay_log_file, r.relay_log_pos): r for r in records}
@@ -165,12 +170,23 @@ def walk_after_lwm(
     )
 
 
+def lwm_and_commits_after(slave: Slave, channel: str) -> tuple[ChannelProgress, list[CommitRecord]]:
+    """The channel's LWM and the commit records after it, read in one DuckDB snapshot: read apart,
+    a running applier could move the LWM past records already read, and the picture would name
+    transactions that are no longer after it."""
+    slave.begin()
+    try:
+        progress = slave.progress(channel) or ChannelProgress(channel)
+        return progress, slave.commits_after(channel, progress.transactions)
+    finally:
+        slave.rollback()
+
+
 def recovery_picture(
     slave: Slave, channel: str, logs: RelayLogSet | None, worker_rows: list[dict[str, Any]] | None = None
 ) -> RecoveryPicture:
     """What recovery would do, changing nothing."""
-    progress = slave.progress(channel) or ChannelProgress(channel)
-    records = slave.commits_after(channel, progress.transactions)
+    progress, records = lwm_and_commits_after(slave, channel)
     workers = tuple(_worker_row(w) for w in worker_rows or [])
     relay = f"{progress.relay_log_file}:{progress.relay_log_pos}" if progress.relay_log_file else None
     source = f"{progress.source_log_file}:{progress.source_log_pos}" if progress.source_log_file else None
@@ -180,7 +196,7 @@ def recovery_picture(
         problem = "the channel's relay log index is unknown: gaps cannot be named"
     elif records:
         try:
-            for ordinal, txn, record in walk_after_lwm(slave, channel, logs):  # type: ignore[arg-type]
+            for ordinal, txn, record in walk_after_lwm(slave, channel, logs, (progress, records)):  # type: ignore[arg-type]
                 groups.append(
                     GroupAfterLwm(
                         ordinal,
