@@ -52,6 +52,22 @@ def test_a_snapshot_shows_channels_and_their_workers(applied):
     assert views[""].state == "stopped" and views[""].transactions == 0
 
 
+def test_the_read_position_is_never_behind_the_applied_one(applied):
+    # The live status (the read position) is published every interval, the checkpoint as workers
+    # commit: a status published before the last checkpoint must not show the reader behind it.
+    progress = applied.slave.progress("m2")
+    coordinator = {"CHANNEL_NAME": "m2", "SERVICE_STATE": "ON"}
+    earlier = {"channel": "m2", "relay_log_file_read": progress.relay_log_file, "relay_log_pos_read": 4}
+    applied.repository.publish_status(coordinator, [], stats=earlier)
+    m2 = next(c for c in read_snapshot(applied.repository).channels if c.name == "m2")
+    assert m2.relay_read == m2.relay_applied == f"{progress.relay_log_file}:{progress.relay_log_pos}"
+
+    ahead = {"channel": "m2", "relay_log_file_read": progress.relay_log_file + "9", "relay_log_pos_read": 4}
+    applied.repository.publish_status(coordinator, [], stats=ahead)
+    m2 = next(c for c in read_snapshot(applied.repository).channels if c.name == "m2")
+    assert m2.relay_read == f"{progress.relay_log_file}9:4"
+
+
 def test_a_snapshot_carries_the_pool_s_activity_while_a_replay_runs(tmp_path):
     replica = ReplicaServer(tmp_path / "s.duckdb", tmp_path / "r.sqlite", follow=False, pool="processes")
     try:

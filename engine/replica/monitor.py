@@ -64,7 +64,7 @@ def read_snapshot(repository: Repository, now: float | None = None) -> Snapshot:
                 name=status.channel_name,
                 state=state,
                 source=source,
-                relay_read=_position(status.relay_log_file_read, status.relay_log_pos_read),
+                relay_read=_position(*_read_at_least_applied(status)),
                 relay_applied=_position(status.relay_log_file, status.relay_log_pos),
                 executed_gtids=status.executed_gtid_set,
                 transactions=status.transactions_applied,
@@ -156,6 +156,16 @@ def _worker_state(row: dict[str, Any], channel_state: str) -> str:
     if row["applying"]:
         return "applying"
     return _WORKER_STATES.get(row["state"], "idle" if row["state"] in ("idle", "") else row["state"])
+
+
+def _read_at_least_applied(status: ChannelStatus) -> tuple[str, int]:
+    """Where the reader is: at least where the applier's checkpoint is. The read position is
+    published with the live status every STATUS_INTERVAL_S, the checkpoint (relay_log_info) as the
+    workers commit, so read apart the first can trail the second by a published interval."""
+    read = (status.relay_log_file_read, status.relay_log_pos_read)
+    applied = (status.relay_log_file, status.relay_log_pos)
+    # relay log names of one channel share their base and a zero-padded number: they sort as text
+    return applied if read[0] and applied[0] and read < applied else read
 
 
 def _position(file: str, pos: int) -> str:
