@@ -105,9 +105,9 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # the next lookup does not come back here
-    return value
+    # looked up in its home each time, not kept here: the home's name stays the one truth (a test
+    # replacing it there replaces it for the console too)
+    return getattr(importlib.import_module(home), name)
 
 
 def __dir__() -> list[str]:
