@@ -289,3 +289,13 @@ def test_a_mariadb_gtid_list_is_taken_with_its_spaces_dropped():
     assert maria_gtid_list("") == ""  # from the start
     with pytest.raises(ValueError, match="not a MariaDB GTID list"):
         maria_gtid_list("0-1-5,")
+
+
+def test_main_called_in_a_process_leaves_its_sigpipe_handling_alone(tmp_path):
+    import signal
+
+    from console.cli import main
+
+    before = signal.getsignal(signal.SIGPIPE)
+    assert main(["console", "--repository", str(tmp_path / "nope.sqlite")]) == 1
+    assert signal.getsignal(signal.SIGPIPE) == before

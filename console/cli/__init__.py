@@ -41,8 +41,11 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         # print them escaped rather than fail on a strict UTF-8 terminal.
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
         sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-    if out is None and hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `relaydeck events … | head` ends quietly
+    if argv is None and out is None and hasattr(signal, "SIGPIPE"):
+        # `relaydeck events … | head` ends quietly. Only as the program: a process calling main()
+        # (a script, the tests) keeps Python's handling, where a write to a closed socket is an
+        # error and not the end of the process.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     relax_garbage_collector()  # every command here decodes relay logs (see engine/gc_tuning.py)
     func: Callable[[argparse.Namespace, TextIO], int] = args.func
     try:
