@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..gtids import ExecutedGtids
@@ -103,7 +104,5 @@ class ChannelWork:
     _gather_min: int
     _takes_along: bool
     _ramp: BatchRamp
-
-    def _maybe_checkpoint(self) -> None:
-        """Checkpoint when a group or period has passed (the coordinator's, parallel.py)."""
-        raise NotImplementedError
+    # the coordinator's (parallel.py), which the workers call: checkpoint when a group or period passed
+    _maybe_checkpoint: Callable[[], None]
