@@ -44,6 +44,7 @@ STATUS_STATEMENT = f"SHOW REPLICA STATUS FOR CHANNEL '{CHANNEL}'"
 ROWS_EVENTS = ("Update_rows", "Write_rows", "Delete_rows")  # event types the browser decodes rows of
 SIZE = (120, 36)
 PLOT_SECONDS = 60.0  # of throughput history before the workers' plots are worth a picture
+APPLIED_PAGE_TRIES = 5  # applied positions tried before giving up on a page with a rows event
 TIMEOUT_S = 120.0  # for each wait; the example's feed lasts 90 s
 
 
@@ -143,10 +144,7 @@ class _Tour:
         self.save("workers")
 
         await self.press("5")
-        applied = self.channel().relay_applied  # where `a` goes: the position the console shows
-        await self.press("a")
-        await self.until(lambda: self.at_page(applied), f"the relay-log page at {CHANNEL}'s {applied}")
-        await self.highlight_rows_event()
+        await self.browse_applied_page_with_rows()
         self.save("relaylog")
 
         await self.press("colon")
@@ -207,8 +205,24 @@ class _Tour:
             await self.press("right_square_bracket")
         raise TourError(f"channel {channel} cannot be selected")
 
-    async def highlight_rows_event(self) -> None:
-        """Move the cursor down the page to the first event with rows, and wait for them decoded."""
+    async def browse_applied_page_with_rows(self) -> None:
+        """The relay-log page at the channel's applied position, with a rows event highlighted.
+        An applied position at the end of a file leaves only its last events on the page (a
+        ROTATE): then wait for the channel to apply more and look again."""
+        for _ in range(APPLIED_PAGE_TRIES):
+            applied = self.channel().relay_applied  # where `a` goes: the position the console shows
+            await self.press("a")
+            await self.until(
+                lambda at=applied: self.at_page(at), f"the relay-log page at {CHANNEL}'s {applied}"
+            )
+            if await self.highlight_rows_event():
+                return
+            await self.until(lambda at=applied: self.channel().relay_applied != at, f"{CHANNEL} applies more")
+        raise TourError(f"no rows event on {CHANNEL}'s relay-log page at its applied position")
+
+    async def highlight_rows_event(self) -> bool:
+        """Move the cursor down the page to the first event with rows, and wait for them decoded;
+        False when the page has none."""
         table = self._events()
         for _ in range(table.row_count):
             pos, event_type = (cell.plain for cell in table.get_row_at(table.cursor_row)[:2])
@@ -216,7 +230,7 @@ class _Tour:
                 break
             await self.press("down")
         else:
-            raise TourError(f"no rows event on {CHANNEL}'s relay-log page at its applied position")
+            return False
         heading = f"rows of {event_type} at "  # then log_name:pos: table
         await self.until(
             lambda: (
@@ -225,6 +239,7 @@ class _Tour:
             ),
             f"the rows of the {event_type} event at {pos} decoded",
         )
+        return True
 
     async def press(self, key: str) -> None:
         await self.pilot.press(key)
