@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -163,6 +164,51 @@ def test_until_spark_is_ready_segments_are_prepared_by_local_processes():
         executor.close()
 
 
+@dataclass(frozen=True)
+class _HeldInLocalProcesses(PrepareTask):
+    """PrepareTask, except that in any process but the test's (a local one) it first waits for
+    the file `gate` to exist: the segments stay in the local processes' hands meanwhile."""
+
+    gate: str = ""
+    test_pid: int = 0
+
+    def run(self, segment):  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + 60
+        while os.getpid() != self.test_pid and not os.path.exists(self.gate) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().run(segment)
+
+
+def test_segments_no_local_process_has_taken_move_to_spark_once_it_is_ready(tmp_path):
+    release = threading.Event()
+    session = _Session()
+    executor = SparkExecutor(2, start=lambda: release.wait(60) and session)
+    gate = tmp_path / "gate"
+    try:
+        segments = list(plan_segments(read_index(CHANNELS[1].index_file), None, 4, 25))[:10]
+        assert len(segments) == 10
+        task = _HeldInLocalProcesses(100, gate=str(gate), test_pid=os.getpid())
+        futures = [executor.submit(task, segment) for segment in segments]  # Spark is starting
+        release.set()
+        assert executor.wait_started(30) and executor.spark_ready
+        deadline = time.monotonic() + 30
+        while sum(f.done() for f in futures) < len(segments) - 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # each local process was given one segment and holds it; the eight others moved to Spark
+        assert [f.done() for f in futures] == [False, False] + [True] * (len(segments) - 2)
+        assert executor.segments_done_on_spark == len(segments) - 2
+        gate.touch()  # the local processes prepare what they hold
+        for future, segment in zip(futures, segments, strict=True):
+            assert_same_items(future.result(60), prepare_segment(copy.deepcopy(segment), 100))
+        assert executor.segments_done == len(segments)
+        # the warm-up, then one job per moved segment
+        assert session.sparkContext.jobs == 1 + executor.segments_done_on_spark
+    finally:
+        release.set()
+        gate.touch()
+        executor.close()
+
+
 def test_activity_shows_what_each_spark_task_prepares():
     session = _Session()
     executor = SparkExecutor(1, start=lambda: session)
@@ -205,6 +251,29 @@ def test_an_error_starting_spark_is_raised_by_the_next_submit():
         with pytest.raises(RelaydeckError, match="Java 17"):
             chunks_through(executor, CHANNELS[1].index_file)
     finally:
+        executor.close()
+
+
+def test_segments_waiting_when_spark_fails_to_start_are_prepared_by_the_local_processes():
+    release = threading.Event()
+
+    def start() -> None:
+        release.wait(60)
+        raise RelaydeckError("Spark needs Java 17 or later")
+
+    executor = SparkExecutor(2, start=start)
+    try:
+        segments = list(plan_segments(read_index(CHANNELS[1].index_file), None, 4, 25))[:8]
+        task = PrepareTask(100)
+        futures = [executor.submit(task, segment) for segment in segments]  # most wait for a process
+        release.set()
+        for future, segment in zip(futures, segments, strict=True):
+            assert_same_items(future.result(60), prepare_segment(copy.deepcopy(segment), 100))
+        assert executor.segments_done == len(segments) and executor.segments_done_on_spark == 0
+        with pytest.raises(RelaydeckError, match="Java 17"):  # and the next one learns why
+            executor.submit(task, segments[0])
+    finally:
+        release.set()
         executor.close()
 
 

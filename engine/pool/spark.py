@@ -10,7 +10,10 @@ task.from_arrow. The reader state is walked to the segment's start on the driver
 reads nothing before it.
 
 Spark's start takes seconds (a JVM, and executors on a cluster): until it is ready, segments go
-to local processes, so the apply starts at once.
+to local processes, so the apply starts at once. Those that no process has taken yet when Spark
+becomes ready move to Spark: the pipeline keeps several segments ahead, and without the move a
+log of a few Spark-sized segments went to the local processes whole even when Spark was up a
+second after the start (as in `relaydeck serve`, whose session outlives each START).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 import shutil
 import tempfile
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -189,6 +192,38 @@ def _warm_up(_: int) -> int:
     return os.getpid()
 
 
+@dataclass(slots=True)
+class _Waiting:
+    """A segment submitted while Spark starts."""
+
+    task: SegmentTask[Any]
+    segment: Segment
+    handed: Future[Any]  # what submit() returned
+    local: Future[Any] | None = None  # once a local process was given it
+
+
+def _pass_on(done: Future[R], handed: Future[R]) -> None:
+    """A future's outcome to the one handed out for it (unless it was cancelled, or the handed
+    one was: the pipeline cancels what it no longer wants)."""
+    if done.cancelled():
+        return
+    try:
+        error = done.exception()
+        if error is not None:
+            handed.set_exception(error)
+        else:
+            handed.set_result(done.result())
+    except InvalidStateError:
+        pass
+
+
+def _pass_on_error(handed: Future[Any], error: BaseException) -> None:
+    try:
+        handed.set_exception(error)
+    except InvalidStateError:
+        pass
+
+
 def _run_in_spark_task(item: tuple[SegmentTask[Any], ShippedSegment]) -> bytes:
     return run_shipped(*item)
 
@@ -209,6 +244,10 @@ class SparkExecutor:
         self._start_error: BaseException | None = None
         self._closed = False
         self._local = ProcessExecutor(max(1, min(self.workers, local_cores())))
+        # segments submitted while Spark starts, in order: each local process is given one at a
+        # time, so that those not yet given move to Spark once it is ready
+        self._until_ready: list[_Waiting] = []
+        self._until_ready_lock = threading.RLock()  # a future done at once runs its callback in place
         self._in_flight = SegmentsInFlight()
         self._slots: dict[int, Segment | None] = {}
         self._slot_of = threading.local()
@@ -249,7 +288,67 @@ class SparkExecutor:
         except BaseException as exc:  # kept for the next submit, which raises it
             self._start_error = exc
         finally:
-            self._ready.set()
+            with self._until_ready_lock:
+                self._ready.set()
+                waiting = [w for w in self._until_ready if w.local is None and not w.handed.done()]
+                self._until_ready = []
+        if self._session is not None and not self._closed:
+            self._move_to_spark(waiting)
+        else:  # Spark failed: what waited is prepared locally, as if Spark had never been asked
+            for entry in waiting:
+                self._give_locally(entry)
+
+    def _submit_until_ready(self, task: SegmentTask[R], segment: Segment) -> Future[R] | None:
+        """The segment queued for the local processes, behind a future of its own that Spark's
+        result fills instead if Spark is ready before a process is free (None: Spark became
+        ready meanwhile)."""
+        with self._until_ready_lock:
+            if self._ready.is_set():
+                return None
+            entry = _Waiting(task, segment, Future())
+            self._until_ready.append(entry)
+            self._dispatch_locally_locked()
+        return entry.handed
+
+    def _dispatch_locally_locked(self) -> None:
+        """Give waiting segments to the local processes, one per process (a process pool would
+        take more ahead of its processes, and those could no longer move to Spark)."""
+        if self._ready.is_set() or self._closed:
+            return
+        self._until_ready = [w for w in self._until_ready if not w.handed.done()]
+        busy = sum(w.local is not None for w in self._until_ready)
+        for entry in self._until_ready:
+            if busy >= self._local.workers:
+                break
+            if entry.local is None:
+                self._give_locally(entry)
+                busy += 1
+
+    def _give_locally(self, entry: _Waiting) -> None:
+        try:
+            entry.local = self._local.submit(entry.task, entry.segment)
+        except Exception as exc:  # noqa: BLE001 - a broken or closed pool: the segment's reader learns it
+            _pass_on_error(entry.handed, exc)
+            return
+        entry.local.add_done_callback(lambda done: self._local_done(entry, done))
+        entry.handed.add_done_callback(
+            lambda handed: handed.cancelled() and entry.local and entry.local.cancel()
+        )
+
+    def _local_done(self, entry: _Waiting, done: Future[Any]) -> None:
+        _pass_on(done, entry.handed)
+        with self._until_ready_lock:
+            self._dispatch_locally_locked()
+
+    def _move_to_spark(self, waiting: list[_Waiting]) -> None:
+        for entry in waiting:
+            try:
+                on_spark = self._driver.submit(self._prepare, entry.task, entry.segment)
+            except RuntimeError as exc:  # closed meanwhile: nobody waits for it any more
+                _pass_on_error(entry.handed, SparkExecutorError(f"the executor was closed: {exc}"))
+                continue
+            self._in_flight.add(on_spark, entry.segment)
+            on_spark.add_done_callback(lambda done, handed=entry.handed: _pass_on(done, handed))
 
     def wait_started(self, timeout: float | None = None) -> bool:
         """Whether Spark's start has ended (ready or failed) within `timeout` seconds."""
@@ -263,7 +362,9 @@ class SparkExecutor:
 
     def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
         if not self._ready.is_set():
-            return self._local.submit(task, segment)
+            handed = self._submit_until_ready(task, segment)
+            if handed is not None:
+                return handed
         if self._session is None:
             error = self._start_error
             if isinstance(error, RelaydeckError):
@@ -322,7 +423,11 @@ class SparkExecutor:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
+        with self._until_ready_lock:
+            self._closed = True
+            for entry in self._until_ready:
+                entry.handed.cancel()
+            self._until_ready = []
         self._driver.shutdown(wait=False, cancel_futures=True)
         if self._session is not None:
             try:
