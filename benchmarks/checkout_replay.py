@@ -5,8 +5,10 @@
 
 Run with PYTHONPATH=CHECKOUT, so that `engine` is that checkout's (this file imports nothing of the
 checkout it sits in). It replays the channels into a fresh slave, compares the tables with the
-expected CSVs and prints one JSON line: seconds, transactions, errors, identical_tables. Only the
-interface every version shares is used: Replay, ChannelSpec, ParallelOptions, differences.
+expected CSVs and prints one JSON line: seconds (the whole run, the slave's close included),
+seconds_to_last_commit, transactions, errors, identical_tables. Only the
+interface every version shares is used: Replay (with on_commit), ChannelSpec, ParallelOptions,
+differences.
 """
 
 from __future__ import annotations
@@ -45,9 +47,17 @@ def main() -> int:
             settings["parallel_type"] = args.parallel_type
         parallel = ParallelOptions(**settings)  # type: ignore[arg-type]
     work = Path(tempfile.mkdtemp(prefix="relaydeck-bench-checkout-"))
+    last_commit = [0.0]
+
+    def committed(_: object) -> None:
+        last_commit[0] = time.perf_counter()
+
     try:
         start = time.perf_counter()
-        outcomes = Replay(work / "slave.duckdb", work / "repo.sqlite", channels, parallel=parallel).run()
+        replay = Replay(
+            work / "slave.duckdb", work / "repo.sqlite", channels, parallel=parallel, on_commit=committed
+        )
+        outcomes = replay.run()
         seconds = time.perf_counter() - start
         errors = [o.error.one_line() for o in outcomes if o.error]
         transactions = sum(o.stats.transactions for o in outcomes if o.stats)
@@ -60,6 +70,7 @@ def main() -> int:
             json.dumps(
                 {
                     "seconds": seconds,
+                    "seconds_to_last_commit": last_commit[0] - start if last_commit[0] else seconds,
                     "transactions": transactions,
                     "errors": errors,
                     "identical_tables": not diffs and not errors,
