@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from engine.applier.prepared import PreparedRun, PreparedSegment
 from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
 from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
+from engine.pool.executors import ProcessExecutor
 from engine.pool.spark import (
     JOBS_PER_SLOT,
     SparkExecutor,
@@ -84,6 +86,50 @@ def test_local_mode_prepares_exactly_what_the_applier_prepares(spark):  # noqa: 
         assert done >= 2 * len(CHANNELS) and done == executor.segments_done
     finally:
         executor.close()
+
+
+class _Pid:
+    def run(self, segment: None) -> int:
+        return os.getpid()
+
+
+def test_processes_forked_while_spark_runs_leave_its_connections_alone(spark):  # noqa: F811
+    # Until Spark is ready the applier's thread forks the local processes while another thread
+    # starts Spark. A fork used to shut down, in the child, the Py4J connection of each thread
+    # between two calls: that thread's next call met "Connection reset by peer".
+    context = spark.sparkContext
+    client = context._gateway._gateway_client
+    between_calls, forked = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def talk_to_the_jvm() -> None:
+        context.setJobGroup("fork-test", "a thread with a connection of its own")
+        # weakly, as py4j holds it: a strong reference here would keep it alive in the child
+        connection = weakref.ref(client.get_thread_connection())
+        between_calls.set()
+        forked.wait(60)
+        try:
+            context.setJobGroup("fork-test", "the same connection, after the fork")
+            seen["same connection"] = client.get_thread_connection() is connection()
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            seen["error"] = exc
+
+    thread = threading.Thread(target=talk_to_the_jvm, name="spark-user")
+    thread.start()
+    try:
+        assert between_calls.wait(60)
+        executor = ProcessExecutor(2)
+        try:
+            child = executor.submit(_Pid(), None).result(60)  # type: ignore[arg-type]
+        finally:
+            executor.close()  # every child has ended: whatever it did to the socket is done
+        assert child != os.getpid()
+    finally:
+        forked.set()
+        thread.join(60)
+    # py4j replaces a connection that failed: the same one means its socket was left working
+    assert seen == {"same connection": True}
+    assert context.parallelize(range(4), 2).map(lambda n: n + 1).collect() == [1, 2, 3, 4]
 
 
 # -- start-up, without a JVM --------------------------------------------------------------------

@@ -6,7 +6,9 @@ a spawned process imports the program's main module again, which a script using 
 not be written for. A forked process holds copies of whatever other threads had locked at that
 moment, so a task touches nothing but what it was given: it never uses DuckDB, and it builds its
 Arrow arrays with the C library's allocator, which forking leaves usable (pyarrow's default
-allocator does not promise that). It leaves with os._exit, running no finalizers.
+allocator does not promise that). It leaves with os._exit, running no finalizers; the fork itself
+runs those of what only the other threads held (engine/spark/session.py keeps Spark's connections
+out of that).
 """
 
 from __future__ import annotations

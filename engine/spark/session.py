@@ -4,6 +4,18 @@ Spark prints a log4j banner, WARN lines and progress bars on the terminal by def
 commands print their own results, so the JVM's output goes to a log file instead (its path is in
 any start-up error) and Spark logs only errors. RELAYDECK_SPARK_LOG=INFO (or WARN, DEBUG…) gives
 Spark's own console output back, at that level.
+
+A process forked while the session is open (the local processes that prepare segments until Spark
+is ready fork from the applier's thread while other threads talk to the JVM) must leave the
+session's Py4J connections alone. Each thread's connection sits in the client's pool between
+calls, reachable only from there and from that thread's thread-local storage; in the child CPython
+discards the other threads' states, their thread-local storage with them, and Py4J's finalizer
+then removes the connection from the child's copy of the pool and, as its last reference goes,
+shuts its socket down: a socket the child shares with the parent. The parent's next call on that
+thread's connection failed with "Connection reset by peer" (one full test run in four, when the
+fork fell between two calls of the thread starting Spark). So every fork first takes a reference to
+the pooled connections, which the child keeps for its whole life, their sockets forgotten (see
+_hold_connections_in_children).
 """
 
 from __future__ import annotations
@@ -40,6 +52,9 @@ _ENGINE_ARCHIVE = "relaydeck-engine"  # the engine's folder in a cluster executo
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _work_dir: Path | None = None  # the JVM's log and the quiet log4j configuration
+_fork_hooks_registered = False
+_held_for_fork: tuple[object, ...] = ()  # the pooled Py4J connections, while a fork is under way
+_inherited_connections: list[object] = []  # in a forked child: the parent's, never released
 
 
 class JavaNotFound(RelaydeckError):
@@ -114,6 +129,47 @@ def stop_spark() -> None:
             SparkContext._jvm = None
 
 
+def _hold_connections_in_children() -> None:
+    """Make every later fork of this process keep the Py4J connections alive in the child (see the
+    module's docstring): a connection the child never frees is never shut down by it, and the
+    child ends with os._exit (a process pool's worker, multiprocessing's process) or exec."""
+    global _fork_hooks_registered
+    if _fork_hooks_registered or not hasattr(os, "register_at_fork"):
+        return
+    _fork_hooks_registered = True
+    os.register_at_fork(
+        before=_hold_pooled_connections,
+        after_in_parent=_release_pooled_connections,
+        after_in_child=_keep_pooled_connections_for_life,
+    )
+
+
+def _hold_pooled_connections() -> None:
+    global _held_for_fork
+    from pyspark import SparkContext
+
+    client = getattr(SparkContext._gateway, "_gateway_client", None)
+    # the connections of threads between two calls; a thread inside a call holds its own in a
+    # frame, which the child never frees
+    _held_for_fork = tuple(getattr(client, "deque", ()))
+
+
+def _release_pooled_connections() -> None:
+    global _held_for_fork
+    _held_for_fork = ()
+
+
+def _keep_pooled_connections_for_life() -> None:
+    global _held_for_fork
+    for connection in _held_for_fork:
+        # the child's copy forgets the socket it shares with the parent: closing a Py4J connection
+        # shuts its socket down, for both processes, where closing a descriptor would not
+        connection.socket = connection.stream = None  # type: ignore[attr-defined]
+    # and keeps them past its own forks, whose hook replaces _held_for_fork with the child's pool
+    _inherited_connections.extend(_held_for_fork)
+    _held_for_fork = ()
+
+
 def _start(master: str, local: bool) -> SparkSession:
     from pyspark import SparkConf, SparkContext
     from pyspark.errors import PySparkRuntimeError
@@ -166,6 +222,7 @@ def _start(master: str, local: bool) -> SparkSession:
     finally:
         if log_file is not None:
             log_file.close()  # the JVM holds its own descriptor
+    _hold_connections_in_children()
     context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel(level or "ERROR")
     if not local:
