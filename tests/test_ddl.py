@@ -1035,6 +1035,32 @@ def test_catalog_json_round_trip(people: Replica) -> None:
     assert again.database("app") == people.catalog.database("app")
 
 
+def test_catalog_json_is_json_dumps_of_its_dict_while_tables_change_between_copies(people: Replica) -> None:
+    import json
+
+    def canonical(text: str) -> str:  # what json.dumps makes of the same data
+        return json.dumps(json.loads(text), ensure_ascii=False, sort_keys=True)
+
+    people.run("CREATE DATABASE `ünï` CHARACTER SET utf8mb4")
+    people.run("CREATE TABLE `ünï`.`tä` (id INT PRIMARY KEY, `nämé` VARCHAR(10) DEFAULT 'é')")
+    people.run("CREATE TEMPORARY TABLE tmp (a INT)")
+    people.run("CREATE VIEW v AS SELECT 1")
+    first = people.catalog.to_json()
+    assert first == canonical(first)
+    copy = people.catalog.copy()
+    # a table replaced in one copy, added in the other: each text follows its own tables
+    people.run("ALTER TABLE people ADD COLUMN extra INT")
+    people.run("CREATE TABLE later (id INT PRIMARY KEY)")
+    second = people.catalog.to_json()
+    assert second == canonical(second) and second != first
+    assert copy.to_json() == first
+    assert Catalog.from_json(second).to_json() == second
+    assert "extra" in json.dumps(json.loads(second)["tables"]) and "extra" not in first
+    people.run("DROP TABLE later")
+    assert people.catalog.to_json() == canonical(people.catalog.to_json())
+    assert "later" not in {t["name"] for t in json.loads(people.catalog.to_json())["tables"]}
+
+
 def test_table_built_by_hand_names_its_unique_keys() -> None:
     column = MysqlColumn(name="a", mysql_type="int", base_type="int")
     table = MysqlTable("db", "t", (column,), unique_keys=(("a",),), indexes={"ua": ("a",)})
