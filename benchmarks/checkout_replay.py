@@ -21,7 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.applier.vocabulary import ParallelOptions
+try:
+    from engine.applier.vocabulary import ParallelOptions
+except ModuleNotFoundError:  # a checkout from before the applier's vocabulary had a module of its own
+    from engine.applier.parallel import ParallelOptions  # type: ignore[no-redef]
 from engine.replay import ChannelSpec, Replay
 from engine.slave.database import Slave
 from engine.slave.export import differences
