@@ -16,7 +16,9 @@ from typing import Any
 
 TableKey = tuple[str, str]
 
-_FORMAT = 1
+WHOLE_CATALOG_FORMAT = 1  # the whole catalog as one JSON document (to_json)
+_PARTS_FORMAT = 2  # the header of parts(), its tables stored apart
+TABLE_KINDS = ("table", "temporary")
 
 
 def same_column_name(a: str, b: str) -> bool:
@@ -328,38 +330,70 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def to_json(self) -> str:
-        """json.dumps of the catalog as a dict (keys sorted, non-ASCII kept), each table's text
-        taken from the copies' shared cache when the same table was serialized before."""
-        known, texts = self._table_texts, {}
+        """json.dumps of the catalog as a dict (keys sorted, non-ASCII kept)."""
+        header, tables = self.parts()
+        listed = {kind: [text for (k, _, _), text in tables.items() if k == kind] for kind in TABLE_KINDS}
+        head = json.loads(header)
+        # the keys in sorted order, as json.dumps(..., sort_keys=True) writes them
+        return (
+            f'{{"databases": {_dumps(head["databases"])}, "format": {_dumps(WHOLE_CATALOG_FORMAT)}, '
+            f'"lower_case_table_names": {_dumps(self.lower_case_table_names)}, '
+            f'"tables": [{", ".join(listed["table"])}], "temporary": [{", ".join(listed["temporary"])}], '
+            f'"views": {_dumps(head["views"])}}}'
+        )
 
-        def listed(tables: Iterable[MysqlTable]) -> str:
-            out = []
-            for table in sorted(tables, key=lambda t: t.key):
+    def parts(self) -> tuple[str, dict[tuple[str, str, str], str]]:
+        """The catalog as the slave stores it: a header (databases, views, the case rule) and the
+        JSON text of each table by (kind, database, table) in key order, kind "table" or
+        "temporary". A table's text comes from the copies' shared cache when the same table was
+        serialized before, so a DDL re-serializes only what it changed."""
+        known, kept = self._table_texts, {}
+        tables: dict[tuple[str, str, str], str] = {}
+        for kind, held in (("table", self._tables), ("temporary", self._temporary)):
+            for key in sorted(held, key=lambda k: held[k].key):
+                table = held[key]
                 hit = known.get(id(table))
                 text = hit[1] if hit is not None and hit[0] is table else _dumps(table.to_dict())
-                texts[id(table)] = (table, text)
-                out.append(text)
-            return "[" + ", ".join(out) + "]"
-
-        databases = [
-            {"name": d.name, "charset": d.charset, "collation": d.collation}
-            for d in sorted(self._databases.values(), key=lambda d: d.name)
-        ]
-        # the keys in sorted order, as json.dumps(..., sort_keys=True) writes them
-        text = (
-            f'{{"databases": {_dumps(databases)}, "format": {_dumps(_FORMAT)}, '
-            f'"lower_case_table_names": {_dumps(self.lower_case_table_names)}, '
-            f'"tables": {listed(self._tables.values())}, "temporary": {listed(self._temporary.values())}, '
-            f'"views": {_dumps([list(v) for v in sorted(self._views.values())])}}}'
-        )
+                kept[id(table)] = (table, text)
+                tables[(kind, *key)] = text
         known.clear()  # in place: the copies share it; what no longer is held goes
-        known.update(texts)
-        return text
+        known.update(kept)
+        header = _dumps(
+            {
+                "format": _PARTS_FORMAT,
+                "lower_case_table_names": self.lower_case_table_names,
+                "databases": [
+                    {"name": d.name, "charset": d.charset, "collation": d.collation}
+                    for d in sorted(self._databases.values(), key=lambda d: d.name)
+                ],
+                "views": [list(v) for v in sorted(self._views.values())],
+            }
+        )
+        return header, tables
+
+    @classmethod
+    def from_parts(cls, header: str, tables: Iterable[tuple[str, str]]) -> Catalog:
+        """parts() back: the header and each table's (kind, JSON text)."""
+        data = json.loads(header)
+        if data.get("format") != _PARTS_FORMAT:
+            raise ValueError(f"unknown catalog format {data.get('format')!r}")
+        by_kind: dict[str, list[MysqlTable]] = {kind: [] for kind in TABLE_KINDS}
+        for kind, text in tables:
+            by_kind[kind].append(MysqlTable.from_dict(json.loads(text)))
+        return cls(
+            tables=by_kind["table"],
+            databases=[
+                MysqlDatabase(d["name"], d.get("charset"), d.get("collation")) for d in data["databases"]
+            ],
+            lower_case_table_names=data.get("lower_case_table_names", 0),
+            views=[(v[0], v[1]) for v in data.get("views", ())],
+            temporary=by_kind["temporary"],
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Catalog:
         data = json.loads(text)
-        if data.get("format") != _FORMAT:
+        if data.get("format") != WHOLE_CATALOG_FORMAT:
             raise ValueError(f"unknown catalog format {data.get('format')!r}")
         return cls(
             tables=[MysqlTable.from_dict(t) for t in data["tables"]],

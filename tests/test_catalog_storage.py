@@ -1,0 +1,144 @@
+"""The slave's catalog of MySQL definitions as the file stores it: a header row and one row per
+table, written only where a DDL changed something, read back as the same catalog; a slave that
+holds the catalog as one document (as relaydeck wrote it before) is read, and its next DDL writes
+the rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from engine.generate import generate
+from engine.replay import ChannelSpec, Replay
+from engine.slave.database import Slave
+from engine.slave.names import INTERNAL_SCHEMA
+from engine.slave.schema import Catalog, MysqlColumn, MysqlTable
+
+from .test_replay_oracle import assert_tables_equal
+
+
+def stored_rows(path: Path) -> dict[tuple[str, str, str], str]:
+    slave = Slave(path, read_only=True)
+    try:
+        rows = slave.con.execute(
+            f"SELECT kind, schema_name, table_name, body FROM {INTERNAL_SCHEMA}.catalog_tables"
+        ).fetchall()
+    finally:
+        slave.close()
+    keys = [(kind, schema, name) for kind, schema, name, _ in rows]
+    assert len(keys) == len(set(keys))  # one row per table
+    return {(kind, schema, name): body for kind, schema, name, body in rows}
+
+
+def catalog_of(path: Path) -> str:
+    slave = Slave(path, read_only=True)
+    try:
+        return slave.catalog.to_json()
+    finally:
+        slave.close()
+
+
+def with_column(table: MysqlTable, name: str) -> MysqlTable:
+    return replace(table, columns=(*table.columns, MysqlColumn(name=name, mysql_type="int", base_type="int")))
+
+
+@pytest.fixture(scope="module")
+def ddl_slave(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A slave after the generated DDL workload (tables created, altered, renamed, dropped),
+    its expected tables, and its catalog as the replay left it."""
+    folder = tmp_path_factory.mktemp("ddl")
+    summary = generate("ddl", 3, folder / "gen", size_mb=0.3)
+    slave_path = folder / "slave.duckdb"
+    (outcome,) = Replay(slave_path, None, [ChannelSpec("", summary.index_file)]).run()
+    assert outcome.error is None, outcome.error
+    return slave_path, folder / "gen" / "expected", catalog_of(slave_path)
+
+
+def test_a_ddl_heavy_log_leaves_one_row_per_table_and_reads_back_the_same(ddl_slave) -> None:  # type: ignore[no-untyped-def]
+    slave_path, expected, catalog_text = ddl_slave
+    expected_tables = {(p.parent.name, p.stem): p for p in sorted(expected.glob("*/*.csv"))}
+    assert_tables_equal(slave_path, expected_tables)
+    rows = stored_rows(slave_path)
+    catalog = Catalog.from_json(catalog_text)
+    assert {(schema, name) for kind, schema, name in rows if kind == "table"} == set(catalog)
+    assert len(catalog) >= 3
+    # each row is its table's own text
+    header, parts = catalog.parts()
+    assert rows == parts
+
+
+def test_a_catalog_change_rewrites_its_tables_rows_and_survives_a_reopen(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "slave.duckdb"
+    path.write_bytes(ddl_slave[0].read_bytes())
+    before = stored_rows(path)
+    slave = Slave(path)
+    try:
+        catalog = slave.catalog.copy()
+        first, second, *_ = sorted(catalog)
+        catalog[first] = with_column(catalog[first], "added")
+        del catalog[second]
+        slave.begin(changes_definitions=True)
+        slave.save_catalog(catalog)
+        slave.commit()
+        changed = catalog.to_json()
+    finally:
+        slave.close()
+    assert catalog_of(path) == changed
+    after = stored_rows(path)
+    assert ("table", *second) not in after and after[("table", *first)] != before[("table", *first)]
+    assert {k: v for k, v in after.items() if k[1:] != first} == {
+        k: v for k, v in before.items() if k[1:] not in (first, second)
+    }
+
+
+def test_a_rolled_back_catalog_change_leaves_the_stored_one(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "slave.duckdb"
+    path.write_bytes(ddl_slave[0].read_bytes())
+    slave = Slave(path)
+    try:
+        original = slave.catalog.to_json()
+        first = sorted(slave.catalog)[0]
+        dropped = slave.catalog.copy()
+        del dropped[first]
+        slave.begin(changes_definitions=True)
+        slave.save_catalog(dropped)
+        slave.rollback()
+        assert slave.catalog.to_json() == original
+        # what the handle believes stored is the file's again: a later change writes in full
+        altered = slave.catalog.copy()
+        altered[first] = with_column(altered[first], "later")
+        slave.begin(changes_definitions=True)
+        slave.save_catalog(altered)
+        slave.commit()
+        expected = altered.to_json()
+    finally:
+        slave.close()
+    assert catalog_of(path) == expected
+
+
+def test_a_slave_holding_the_catalog_as_one_document_is_read_and_moved_to_rows(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
+    slave_path, expected, catalog_text = ddl_slave
+    path = tmp_path / "slave.duckdb"
+    path.write_bytes(slave_path.read_bytes())
+    slave = Slave(path)
+    try:  # the layout relaydeck wrote before: one document, no catalog_tables
+        slave.con.execute(f"DROP TABLE {INTERNAL_SCHEMA}.catalog_tables")
+        slave.con.execute(f"UPDATE {INTERNAL_SCHEMA}.catalog SET body = ? WHERE id = 1", [catalog_text])
+    finally:
+        slave.close()
+    assert catalog_of(path) == catalog_text
+    slave = Slave(path)
+    try:
+        catalog = slave.catalog.copy()
+        first = sorted(catalog)[0]
+        catalog[first] = with_column(catalog[first], "moved")
+        slave.begin(changes_definitions=True)
+        slave.save_catalog(catalog)
+        slave.commit()
+        changed = catalog.to_json()
+    finally:
+        slave.close()
+    assert catalog_of(path) == changed
+    assert stored_rows(path) == Catalog.from_json(changed).parts()[1]
