@@ -325,6 +325,9 @@ class SparkExecutor:
                 busy += 1
 
     def _give_locally(self, entry: _Waiting) -> None:
+        if self._closed:  # a pool closed is not started again
+            entry.handed.cancel()
+            return
         try:
             entry.local = self._local.submit(entry.task, entry.segment)
         except Exception as exc:  # noqa: BLE001 - a broken or closed pool: the segment's reader learns it
