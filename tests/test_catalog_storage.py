@@ -44,6 +44,24 @@ def with_column(table: MysqlTable, name: str) -> MysqlTable:
     return replace(table, columns=(*table.columns, MysqlColumn(name=name, mysql_type="int", base_type="int")))
 
 
+def save_with_a_column_added(slave: Slave, column: str) -> str:
+    """The slave's first table given one more column, saved and committed as a DDL saves it;
+    the catalog's JSON after."""
+    catalog = slave.catalog.copy()
+    first = sorted(catalog)[0]
+    catalog[first] = with_column(catalog[first], column)
+    slave.begin(changes_definitions=True)
+    slave.save_catalog(catalog)
+    slave.commit()
+    return catalog.to_json()
+
+
+def copy_of(slave_path: Path, folder: Path) -> Path:
+    path = folder / "slave.duckdb"
+    path.write_bytes(slave_path.read_bytes())
+    return path
+
+
 @pytest.fixture(scope="module")
 def ddl_slave(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """A slave after the generated DDL workload (tables created, altered, renamed, dropped),
@@ -70,8 +88,7 @@ def test_a_ddl_heavy_log_leaves_one_row_per_table_and_reads_back_the_same(ddl_sl
 
 
 def test_a_catalog_change_rewrites_its_tables_rows_and_survives_a_reopen(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "slave.duckdb"
-    path.write_bytes(ddl_slave[0].read_bytes())
+    path = copy_of(ddl_slave[0], tmp_path)
     before = stored_rows(path)
     slave = Slave(path)
     try:
@@ -94,8 +111,7 @@ def test_a_catalog_change_rewrites_its_tables_rows_and_survives_a_reopen(tmp_pat
 
 
 def test_a_rolled_back_catalog_change_leaves_the_stored_one(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "slave.duckdb"
-    path.write_bytes(ddl_slave[0].read_bytes())
+    path = copy_of(ddl_slave[0], tmp_path)
     slave = Slave(path)
     try:
         original = slave.catalog.to_json()
@@ -107,12 +123,7 @@ def test_a_rolled_back_catalog_change_leaves_the_stored_one(tmp_path, ddl_slave)
         slave.rollback()
         assert slave.catalog.to_json() == original
         # what the handle believes stored is the file's again: a later change writes in full
-        altered = slave.catalog.copy()
-        altered[first] = with_column(altered[first], "later")
-        slave.begin(changes_definitions=True)
-        slave.save_catalog(altered)
-        slave.commit()
-        expected = altered.to_json()
+        expected = save_with_a_column_added(slave, "later")
     finally:
         slave.close()
     assert catalog_of(path) == expected
@@ -120,8 +131,7 @@ def test_a_rolled_back_catalog_change_leaves_the_stored_one(tmp_path, ddl_slave)
 
 def test_a_slave_holding_the_catalog_as_one_document_is_read_and_moved_to_rows(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
     slave_path, expected, catalog_text = ddl_slave
-    path = tmp_path / "slave.duckdb"
-    path.write_bytes(slave_path.read_bytes())
+    path = copy_of(slave_path, tmp_path)
     slave = Slave(path)
     try:  # the layout relaydeck wrote before: one document, no catalog_tables
         slave.con.execute(f"DROP TABLE {INTERNAL_SCHEMA}.catalog_tables")
@@ -131,13 +141,7 @@ def test_a_slave_holding_the_catalog_as_one_document_is_read_and_moved_to_rows(t
     assert catalog_of(path) == catalog_text
     slave = Slave(path)
     try:
-        catalog = slave.catalog.copy()
-        first = sorted(catalog)[0]
-        catalog[first] = with_column(catalog[first], "moved")
-        slave.begin(changes_definitions=True)
-        slave.save_catalog(catalog)
-        slave.commit()
-        changed = catalog.to_json()
+        changed = save_with_a_column_added(slave, "moved")
     finally:
         slave.close()
     assert catalog_of(path) == changed
