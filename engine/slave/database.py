@@ -169,8 +169,9 @@ class _SharedDatabase:
         # The file's catalog name (its stem): every replicated table is named with it, since a
         # database of that name would otherwise be ambiguous to DuckDB (catalog or schema?).
         self.duckdb_catalog: str = self.con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
-        # Definitions change one transaction at a time across channels: the catalog is one row,
-        # and two channels rewriting it at once would conflict in DuckDB.
+        # Definitions change one transaction at a time across channels: the catalog's rows (its
+        # header and its tables') are shared, and two channels rewriting them at once would
+        # conflict in DuckDB.
         self.ddl_lock = threading.RLock()
         # The last committed position of each channel applied through this handle (lower-case
         # name): status publishing reads it here several times a second instead of querying.
