@@ -11,7 +11,8 @@ segments Spark prepared). A third run has Spark already up when its clock starts
 serve` has after its first START (the session and its Python workers stay in the process): there
 Spark prepares the segments from the first. Runs alternate (processes, Spark, Spark already up,
 processes, …) so the ratios are measured side by side. Each slave's tables are compared with
-the generator's oracle. Figures are printed and written to benchmarks/results/spark_pool.json (spark_pool_cluster.json with --cluster).
+the generator's oracle. Figures are printed and written to benchmarks/results/spark_pool.json
+(spark_pool_cluster.json with --cluster).
 """
 
 from __future__ import annotations

@@ -205,10 +205,10 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
         self._databases: dict[str, MysqlDatabase] = {}
         self._views: dict[TableKey, TableKey] = {}
         self._temporary: dict[TableKey, MysqlTable] = {}
-        # id(table) -> (table, its JSON text), shared by this catalog's copies: a DDL saves the
-        # whole catalog, and serializing every table each time made a DDL-heavy log quadratic
-        # (relaydeck generate --workload ddl, 4.2 MB, some 800 tables: 46% of a 190 s replay in
-        # to_json). Tables are immutable, so a text stays right for as long as its table is the one
+        # id(table) -> (table, its JSON text), shared by this catalog's copies: a DDL compares
+        # every table's text with what the slave holds, and serializing every table each time
+        # made a DDL-heavy log quadratic (relaydeck generate --workload ddl, 4.2 MB, some 800
+        # tables: 46% of a 190 s replay in to_json). Tables are immutable, so a text stays right for as long as its table is the one
         # held (the entry holds it, so its id is not reused meanwhile).
         self._table_texts: dict[int, tuple[MysqlTable, str]] = {}
         for db in databases:
@@ -331,9 +331,9 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
 
     def to_json(self) -> str:
         """json.dumps of the catalog as a dict (keys sorted, non-ASCII kept)."""
-        header, tables = self.parts()
+        tables = self._table_texts_in_order()
         listed = {kind: [text for (k, _, _), text in tables.items() if k == kind] for kind in TABLE_KINDS}
-        head = json.loads(header)
+        head = self._header(WHOLE_CATALOG_FORMAT)
         # the keys in sorted order, as json.dumps(..., sort_keys=True) writes them
         return (
             f'{{"databases": {_dumps(head["databases"])}, "format": {_dumps(WHOLE_CATALOG_FORMAT)}, '
@@ -345,7 +345,23 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
     def parts(self) -> tuple[str, dict[tuple[str, str, str], str]]:
         """The catalog as the slave stores it: a header (databases, views, the case rule) and the
         JSON text of each table by (kind, database, table) in key order, kind "table" or
-        "temporary". A table's text comes from the copies' shared cache when the same table was
+        "temporary"."""
+        return _dumps(self._header(_PARTS_FORMAT)), self._table_texts_in_order()
+
+    def _header(self, format_number: int) -> dict[str, Any]:
+        return {
+            "format": format_number,
+            "lower_case_table_names": self.lower_case_table_names,
+            "databases": [
+                {"name": d.name, "charset": d.charset, "collation": d.collation}
+                for d in sorted(self._databases.values(), key=lambda d: d.name)
+            ],
+            "views": [list(v) for v in sorted(self._views.values())],
+        }
+
+    def _table_texts_in_order(self) -> dict[tuple[str, str, str], str]:
+        """Each table's JSON text by (kind, database, table), base tables then temporary ones,
+        each in key order. A text comes from the copies' shared cache when the same table was
         serialized before, so a DDL re-serializes only what it changed."""
         known, kept = self._table_texts, {}
         tables: dict[tuple[str, str, str], str] = {}
@@ -358,18 +374,7 @@ class Catalog(MutableMapping[TableKey, MysqlTable]):
                 tables[(kind, *key)] = text
         known.clear()  # in place: the copies share it; what no longer is held goes
         known.update(kept)
-        header = _dumps(
-            {
-                "format": _PARTS_FORMAT,
-                "lower_case_table_names": self.lower_case_table_names,
-                "databases": [
-                    {"name": d.name, "charset": d.charset, "collation": d.collation}
-                    for d in sorted(self._databases.values(), key=lambda d: d.name)
-                ],
-                "views": [list(v) for v in sorted(self._views.values())],
-            }
-        )
-        return header, tables
+        return tables
 
     @classmethod
     def from_parts(cls, header: str, tables: Iterable[tuple[str, str]]) -> Catalog:
