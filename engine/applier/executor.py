@@ -28,6 +28,7 @@ from ..slave.rowapply import (
     table_ref,
 )
 from ..slave.schema import Catalog
+from ..slave.translators import load_translators
 from ..slave.types import duckdb_type
 from ..transactions import DELIMITING_VERBS, Transaction, TransactionPart, statement_verb
 
@@ -132,17 +133,15 @@ class TransactionExecutor:
     def ddl(self) -> DdlTranslator:
         # The translators load sqlglot: at the first DDL or statement, not at every start
         if self._ddl is None:
-            from ..slave.ddl import DdlTranslator
-
-            self._ddl = DdlTranslator(duckdb_catalog=self.slave.duckdb_catalog)
+            ddl, _ = load_translators()
+            self._ddl = ddl.DdlTranslator(duckdb_catalog=self.slave.duckdb_catalog)
         return self._ddl
 
     @property
     def statements(self) -> StatementTranslator:
         if self._statements is None:
-            from ..slave.statements import StatementTranslator
-
-            self._statements = StatementTranslator(duckdb_catalog=self.slave.duckdb_catalog)
+            _, statements = load_translators()
+            self._statements = statements.StatementTranslator(duckdb_catalog=self.slave.duckdb_catalog)
         return self._statements
 
     def flush(self) -> None:
@@ -187,9 +186,8 @@ class TransactionExecutor:
         database = event.database or None
         temporaries = self._session_temporaries(event.thread_id)
         if verb in _DML:
-            from ..slave.statements import SessionContext
-
-            context = SessionContext(
+            _, statements = load_translators()
+            context = statements.SessionContext(
                 default_db=database,
                 user_vars=dict(session.user_vars),
                 insert_id=session.insert_id,

@@ -56,6 +56,7 @@ from ..scheduling.partition import DatabasePartitions
 from ..scheduling.rowkeys import WritesetKeys, writeset_keys
 from ..scheduling.writeset import WritesetHistory
 from ..slave.database import ChannelProgress, Slave
+from ..slave.translators import load_translators
 from ..transactions import Transaction
 from . import processes
 from .controls import StartControls
@@ -181,7 +182,7 @@ class ParallelApplier(Scheduling, Workers):
         # The translators of DDL and statements load sqlglot and its dialects when the first one
         # comes (0.3-0.6 s on this machine's 2 cores). The coordinator waits for the first prepared
         # segment meanwhile, so they are loaded beside it now rather than in the first DDL.
-        threading.Thread(target=_load_translators, name="load-translators", daemon=True).start()
+        threading.Thread(target=load_translators, name="load-translators", daemon=True).start()
         sessions = [self.slave.session() for _ in self._workers]
         self._executors = [TransactionExecutor(s) for s in sessions]
         for worker, session, executor in zip(self._workers, sessions, self._executors, strict=True):
@@ -393,10 +394,6 @@ class ParallelApplier(Scheduling, Workers):
     @property
     def lwm(self) -> int:
         return self._gaq.lwm
-
-
-def _load_translators() -> None:
-    from ..slave import ddl, statements  # noqa: F401 - loaded for the first DDL or statement
 
 
 def is_write_conflict(exc: Exception) -> bool:

@@ -37,7 +37,8 @@ def __getattr__(name: str) -> Any:
     # ddl loads sqlglot (a tenth of a replay's start-up): only when its names are asked for, so an
     # applier that meets no DDL never loads it
     if name in _FROM_DDL:
-        from . import ddl
+        from .translators import load_translators
 
+        ddl, _ = load_translators()
         return getattr(ddl, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
