@@ -69,6 +69,7 @@ def prepared_chunks(
         max(1, segment_transactions // FIRST_SEGMENT_FRACTION),
         segment_bytes,
         segment_bytes // FIRST_SEGMENT_FRACTION if segment_bytes else None,
+        spread_over=executor.workers,
     )
     pipeline: SegmentPipeline[PreparedSegment] = SegmentPipeline(
         executor, first_task, segments, ahead() if ahead is not None else None

@@ -10,6 +10,7 @@ gets no cuts: it is one segment.
 from __future__ import annotations
 
 import copy
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ def plan_segments(
     first_segment: int | None = None,
     bytes_per_segment: int | None = None,
     first_segment_bytes: int | None = None,
+    spread_over: int | None = None,
 ) -> Iterator[Segment]:
     """Segments of about `transactions_per_segment` transactions from (start_file, start_pos), in
     stream order, yielded as soon as the next cut is known; the first one of `first_segment`
@@ -76,7 +78,12 @@ def plan_segments(
     a segment also ends at the first cut past that many bytes: bulk loads log few transactions
     of many rows, and a segment's cost follows its bytes as much as its transactions. Errors in
     the files (a bad header, a missing file) are left to the segments' readers, which report
-    them where they are."""
+    them where they are.
+
+    spread_over: the number of processes preparing the segments. Near the end of the stream the
+    byte bound shrinks to a share of what is left (see _tapered), so that the processes finish
+    together and the last segment, which nobody shares, is a small one: a log of two segments
+    would otherwise be prepared by one process while the other idles."""
     limit = first_segment or transactions_per_segment
     byte_limit = first_segment_bytes or bytes_per_segment
     before_file = 0  # bytes of the current segment in the files before the current one
@@ -86,6 +93,7 @@ def plan_segments(
     number = 0
     counted = 0
     files = logs.files
+    left_after = _bytes_after_each(files) if spread_over and spread_over > 1 and bytes_per_segment else None
     for index, path in enumerate(files):
         name = Path(path).name
         if not started and name != Path(start_file or "").name:
@@ -106,7 +114,10 @@ def plan_segments(
                 counted += 1
                 first, first_pos, first_state = current
                 in_segment = before_file + cut - (first_pos if first == index else 4)
-                if counted <= limit and (byte_limit is None or in_segment < byte_limit):
+                bound = byte_limit
+                if left_after is not None and bound is not None:
+                    bound = _tapered(bound, left_after[first] - first_pos, spread_over or 1)
+                if counted <= limit and (bound is None or in_segment < bound):
                     continue
                 counted = 1
                 limit, byte_limit, before_file = transactions_per_segment, bytes_per_segment, 0
@@ -121,6 +132,32 @@ def plan_segments(
     if current is not None:
         first, first_pos, first_state = current
         yield Segment(tuple(files[first:]), first_pos, first_state, None, number)
+
+
+# The byte bound near the end of the stream: the bytes left over this many times the processes,
+# and never below the full bound over this (a segment's own start-up stays negligible)
+TAPER_SHARES_PER_PROCESS = 1
+TAPER_FLOOR_FRACTION = 4
+
+
+def _tapered(bound: int, left: int, processes: int) -> int:
+    return min(bound, max(bound // TAPER_FLOOR_FRACTION, left // (TAPER_SHARES_PER_PROCESS * processes)))
+
+
+def _bytes_after_each(files: tuple[Path, ...] | list[Path]) -> list[int]:
+    """For each file, its size plus the sizes of the files after it, as they are now (a file
+    that cannot be read counts as empty: its segment's reader reports it)."""
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(os.path.getsize(path))
+        except OSError:
+            sizes.append(0)
+    left, total = [], 0
+    for size in reversed(sizes):
+        total += size
+        left.append(total)
+    return left[::-1]
 
 
 def _walk(path: Path, state: ReaderState) -> bool:
