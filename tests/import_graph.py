@@ -47,16 +47,20 @@ def imports(root: Path = ROOT) -> Iterator[Import]:
                     if alias.name in known:
                         yield Import(name, alias.name, ("*",), node.lineno)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = imported_from(node, package)
                 for alias in node.names:
                     submodule = f"{target}.{alias.name}"
                     imported = submodule if submodule in known else target
                     if imported in known and imported != name:
                         yield Import(name, imported, (alias.name,), node.lineno)
+
+
+def imported_from(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module a `from ... import` statement in `package` reads."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def graph(root: Path = ROOT) -> dict[str, set[str]]:

@@ -7,7 +7,7 @@ import ast
 import subprocess
 import sys
 
-from .import_graph import ROOT, modules
+from .import_graph import ROOT, imported_from, modules
 
 # Threads start together in a fresh interpreter and meet the translators the way a channel's
 # preloading thread, a worker's first statement or DDL, and a clone do. sqlglot's modules import
@@ -71,11 +71,7 @@ def _imports_sqlglot_or_translators(node: ast.AST, package: str) -> bool:
     if isinstance(node, ast.Import):
         return any(alias.name.split(".")[0] == "sqlglot" for alias in node.names)
     if isinstance(node, ast.ImportFrom):
-        if node.level:
-            base = package.split(".")[: len(package.split(".")) - node.level + 1]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
+        target = imported_from(node, package)
         names = [f"{target}.{alias.name}" for alias in node.names] + [target]
         return any(name.split(".")[0] == "sqlglot" or name.startswith(TRANSLATORS) for name in names)
     return False
