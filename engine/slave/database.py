@@ -38,7 +38,7 @@ CHECKPOINT_THRESHOLD = "64MB"
 # deletes and inserts per table, commit records): spreading each over a task scheduler cost more
 # CPU than it saved, and the workers already run statements side by side on their own threads.
 # Measured on 2 cores against the default (one per core), interleaved: MariaDB capture 3-7% faster
-# and 7% less engine CPU, a bulk-load log 5-8%, a DDL-heavy log 14%. Readers keep the default.
+# and 7% less engine CPU, a bulk-load log 5-8%, DDL-heavy logs 4-15%. Readers keep the default.
 APPLIER_DUCKDB_THREADS = "1"
 _SETUP = f"""
 CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA};
