@@ -12,7 +12,7 @@ def _setting(slave: Slave, name: str) -> str:
     return str(slave.con.execute("SELECT current_setting(?)", [name]).fetchone()[0])
 
 
-def test_the_applier_runs_duckdb_on_its_own_threads_and_readers_keep_duckdbs_default(tmp_path) -> None:
+def test_the_applier_runs_duckdb_on_the_calling_thread_and_readers_keep_duckdbs_default(tmp_path) -> None:
     path = tmp_path / "slave.duckdb"
     writer = Slave(path)
     try:

@@ -94,6 +94,13 @@ def plan_segments(
     counted = 0
     files = logs.files
     left_after = _bytes_after_each(files) if spread_over and spread_over > 1 and bytes_per_segment else None
+
+    def bound_from(bound: int | None, index: int, pos: int) -> int | None:
+        """The byte bound of a segment starting at (files[index], pos)."""
+        if left_after is None or bound is None:
+            return bound
+        return _tapered(bound, left_after[index] - pos, spread_over or 1)
+
     for index, path in enumerate(files):
         name = Path(path).name
         if not started and name != Path(start_file or "").name:
@@ -105,6 +112,7 @@ def plan_segments(
         pos = start_pos if first_in_stream else 4
         if current is None:
             current = (index, pos, at_file_start)
+            byte_limit = bound_from(byte_limit, index, pos)
         try:
             binlog = BinlogFile(path)
         except BinlogError:
@@ -114,13 +122,11 @@ def plan_segments(
                 counted += 1
                 first, first_pos, first_state = current
                 in_segment = before_file + cut - (first_pos if first == index else 4)
-                bound = byte_limit
-                if left_after is not None and bound is not None:
-                    bound = _tapered(bound, left_after[first] - first_pos, spread_over or 1)
-                if counted <= limit and (bound is None or in_segment < bound):
+                if counted <= limit and (byte_limit is None or in_segment < byte_limit):
                     continue
                 counted = 1
-                limit, byte_limit, before_file = transactions_per_segment, bytes_per_segment, 0
+                limit, before_file = transactions_per_segment, 0
+                byte_limit = bound_from(bytes_per_segment, index, cut)
                 if (first, first_pos) != (index, cut):
                     yield Segment(tuple(files[first:]), first_pos, first_state, (name, cut), number)
                     number += 1
