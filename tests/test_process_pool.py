@@ -10,11 +10,14 @@ import subprocess
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import engine.applier.processes as processes
 from engine.applier.prepare import prepare_segment
-from engine.applier.prepared import PreparedRun, sliced_tables
+from engine.applier.prepared import PreparedRun, concatenated_ranges, sliced_tables
 from engine.applier.vocabulary import ParallelOptions
 from engine.binlog.events import RowsEvent
 from engine.binlog.reader import LoggedEvent
@@ -291,6 +294,20 @@ def test_sliced_runs_keep_every_operation_in_relay_log_order(workload, tmp_path)
         (t.schema, t.table) for r, f, e in parts for t in r.tables if _ops_of(r, f, e, t.schema, t.table)
     }
     assert {(t.schema, t.table) for t in tables} == touched
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=40))
+def test_the_ranges_of_a_worker_s_pieces_are_taken_in_order_and_whole(pieces):
+    """Each (low, low + length) of a table's pieces, one after another; empty ones add nothing."""
+    lows = np.array([low for low, _ in pieces], dtype=np.int64)
+    highs = np.array([low + length for low, length in pieces], dtype=np.int64)
+    expected = [i for low, length in pieces for i in range(low, low + length)]
+    taken = concatenated_ranges(lows, highs)
+    if not expected:
+        assert taken is None
+    else:
+        assert taken.tolist() == expected
 
 
 def test_parts_of_a_table_whose_columns_changed_are_not_combined(tmp_path):
