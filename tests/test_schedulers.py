@@ -23,7 +23,14 @@ from engine.scheduling.clock import LogicalClock
 from engine.scheduling.gaq import GroupAssignmentQueue
 from engine.scheduling.partition import MAX_DBS_IN_QUERY_MTS, Claim, DatabasePartitions
 from engine.scheduling.rowkeys import _loose, transaction_writeset
-from engine.scheduling.writeset import WritesetHistory, one_column_hashes, writeset_hash
+from engine.scheduling.writeset import (
+    WritesetHistory,
+    _int_column_hashes,
+    _int_key_hash,
+    _int_key_seed,
+    one_column_hashes,
+    writeset_hash,
+)
 from engine.slave.schema import Catalog, MysqlForeignKey
 from engine.transactions import Position, Transaction
 
@@ -690,15 +697,43 @@ _KEY_VALUES = st.one_of(
 )
 
 
-@given(values=st.lists(_KEY_VALUES, max_size=30), key_name=st.sampled_from(["PRIMARY", "uk_name"]))
+@given(
+    values=st.one_of(
+        st.lists(_KEY_VALUES, max_size=30),
+        # a column of integers only: hashed in one pass when long enough, one by one otherwise
+        st.lists(st.integers(min_value=-(2**63), max_value=2**64 - 1), max_size=30),
+        st.lists(st.integers(min_value=-(2**70), max_value=2**70), max_size=30),
+    ),
+    key_name=st.sampled_from(["PRIMARY", "uk_name"]),
+)
 def test_the_inlined_one_column_hashes_are_writeset_hash_of_each_value(values, key_name):
     """The preparing stage's fast path for keys of one column hashes exactly what writeset_hash
     hashes (the coordinator's ordinary path uses it): a key hashed both ways must collide."""
     out: list[int] = []
     one_column_hashes("db", "t", key_name, values, range(len(values)), out, _loose)
+    part: list[int] = []
+    one_column_hashes("db", "t", key_name, [None, *values, None], range(1, len(values) + 1), part, _loose)
+    assert part == out  # a part of a column hashes as the same values alone
     expected = [
         writeset_hash("db", "t", key_name, (_loose(v),))
         for v in values
         if key_name == "PRIMARY" or _loose(v) is not None
     ]
     assert out == expected
+
+
+@pytest.mark.parametrize(
+    "values",
+    [list(range(-5000, 5000)), [2**64 - 1 - i for i in range(0, 10_000, 3)], [7] * 20],
+    ids=["signed", "unsigned BIGINT", "repeated"],
+)
+def test_a_column_of_integers_is_hashed_in_one_pass_as_one_by_one(values):
+    """The preparing stage's one-pass hashing is taken for integer columns (signed or unsigned
+    BIGINT) and gives each value's own hash; distinct values of a key get distinct hashes."""
+    seed = _int_key_seed("db", "t", "PRIMARY")
+    hashes = _int_column_hashes(seed, values)
+    assert hashes is not None
+    assert hashes.tolist() == [_int_key_hash(seed, v) for v in values]
+    assert len(set(hashes.tolist())) == len(set(values))
+    assert _int_column_hashes(seed, [*values, None]) is None  # a NULL: hashed one by one
+    assert _int_column_hashes(seed, [True, False] * 8) is None  # bools hash as bools

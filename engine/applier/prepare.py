@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..binlog.columns import ColumnInfo, RowDecoder, cached_full_decoder, row_decoder
@@ -27,7 +28,7 @@ from ..errors import BinlogError, RelayLogGap
 from ..gtids import GtidBatch, MariaGtid
 from ..relaylog.continuity import Continuity
 from ..relaylog.segments import Segment
-from ..scheduling.rowkeys import WritesetKeys, key_hashes
+from ..scheduling.rowkeys import WritesetKeys, key_row_hashes
 from ..slave.rowapply import operations_table, value_converter
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler, TransactionRecord
 from .prepared import PreparedRun, PreparedSegment, TableOps
@@ -70,9 +71,7 @@ class _RunBuilder:
 
     def __init__(self, keys: WritesetKeys | None = None) -> None:
         self.keys = keys
-        self.writesets: list[tuple[int, ...] | None] = []
         self.op_starts: list[int] = []
-        self._hashes: list[int] | None = None  # the writeset of the transaction being taken
         self.transactions: list[TransactionRecord] = []
         # each one's events; None for one the compiled scanner read
         self.sources: list[tuple[LoggedEvent, ...] | list[LoggedEvent] | None] = []
@@ -203,7 +202,6 @@ class _RunBuilder:
                 return False
         marks = {key: (len(t.seq), t.rows) for key, t in tables.items()}  # to take the transaction back
         seq, rows = self.seq, self.rows
-        self._hashes = [] if self.keys is not None else None
         try:
             for data, table_map, decoder in decoded:
                 self._queue(data, table_map, decoder)
@@ -220,8 +218,6 @@ class _RunBuilder:
             return None  # the coordinator's own decoding reports it
         self.transactions.append(transaction)
         self.op_starts.append(seq)
-        if self.keys is not None:
-            self.writesets.append(tuple(self._hashes) if self._hashes else None)
         self.sources.append(source)
         if maria_gtid is not None:
             self.gtids.add_maria(maria_gtid)
@@ -251,15 +247,7 @@ class _RunBuilder:
             )
         kind = decoder.kind
         two = kind is _UPDATE
-        before = len(table.seq)
         n = decoder.decode_data_into(data, table_map, table.values + table.values if two else table.values)
-        hashes = self._hashes
-        if hashes is not None:
-            keys = self.keys.of(key[0], key[1])  # type: ignore[union-attr]
-            if keys is None:
-                self._hashes = None  # a table without a key: the transaction has no writeset
-            else:
-                key_hashes(keys, table.values, range(before, before + (2 * n if two else n)), hashes)
         first = self.seq
         if two:
             table.seq.extend(range(first, first + 2 * n))
@@ -291,9 +279,45 @@ class _RunBuilder:
             self.seq,
             self.gtids,
             self.op_starts,
-            self.writesets if self.keys is not None else None,
+            self._writesets() if self.keys is not None else None,
             self.keys.version if self.keys is not None else None,
         )
+
+    def _writesets(self) -> list[tuple[int, ...] | None]:
+        """Each transaction's writeset: the hashes of every key of its row images, None when it
+        changed a table without a key (or nothing). Hashed a table's key at a time over the whole
+        run, not a rows event at a time: a key of integers is then one numpy pass (an OLTP
+        transaction's rows event holds a row or two, too few to hash other than one by one)."""
+        keys = self.keys
+        assert keys is not None
+        count = len(self.transactions)
+        starts = np.asarray(self.op_starts, dtype=np.int64)
+        unusable = np.zeros(count, dtype=bool)
+        owners_of_hashes = []
+        hashes = []
+        for table in self.tables.values():
+            if not table.seq:
+                continue
+            # the transaction of each row image: the last whose first operation is not after it
+            owners = np.searchsorted(starts, np.asarray(table.seq, dtype=np.int64), side="right") - 1
+            table_keys = keys.of(table.schema, table.name)
+            if table_keys is None:
+                unusable[owners] = True
+                continue
+            for key in table_keys:
+                rows, key_hashes = key_row_hashes(key, table.values, len(table.seq))
+                owners_of_hashes.append(owners if rows is None else owners[rows])
+                hashes.append(key_hashes)
+        if not hashes:
+            return [None] * count
+        owners = np.concatenate(owners_of_hashes)
+        flat = np.concatenate(hashes)[np.argsort(owners, kind="stable")].tolist()
+        writesets: list[tuple[int, ...] | None] = []
+        at = 0
+        for index, size in enumerate(np.bincount(owners, minlength=count).tolist()):
+            writesets.append(None if size == 0 or unusable[index] else tuple(flat[at : at + size]))
+            at += size
+        return writesets
 
 
 @dataclass(frozen=True, slots=True)

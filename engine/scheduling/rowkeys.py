@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+import numpy as np
+
 from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.events import Query, RowsEvent, TableMap
 from ..slave.schema import Catalog, MysqlTable
 from ..transactions import DELIMITING_VERBS, Transaction, statement_verb
-from .writeset import one_column_hashes, writeset_hash
+from .writeset import int_key_hashes, one_column_hashes, writeset_hash
 
 Decoded = dict[int, RowImages]  # index of the rows event in Transaction.events -> its images
 
@@ -89,6 +91,26 @@ def key_hashes(keys: KeyColumns, columns: Sequence[Sequence[object]], rows: rang
             if key_name != "PRIMARY" and None in key:
                 continue  # NULLs never collide in a unique or foreign key
             out.append(writeset_hash(db, name, key_name, key))
+
+
+def key_row_hashes(
+    key: tuple[str, str, str, tuple[int, ...]], columns: Sequence[Sequence[object]], count: int
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """The hashes of one key over the first `count` rows of full images held column-wise, and the
+    rows they belong to (None: one hash for every row, in order). A row whose unique or foreign
+    key holds a NULL gives none."""
+    db, name, key_name, indexes = key
+    if len(indexes) == 1:
+        whole = int_key_hashes(db, name, key_name, columns[indexes[0]][:count])
+        if whole is not None:
+            return whole
+    rows: list[int] = []
+    out: list[int] = []
+    for row in range(count):
+        before = len(out)
+        key_hashes((key,), columns, range(row, row + 1), out)
+        rows.extend([row] * (len(out) - before))
+    return np.asarray(rows, dtype=np.int64), np.asarray(out, dtype=np.uint64)
 
 
 @dataclass(frozen=True, slots=True)
