@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import engine.applier.parallel_schedule as parallel_schedule
 import engine.applier.processes as processes
 from engine.applier.prepare import prepare_segment
 from engine.applier.prepared import PreparedRun, concatenated_ranges, sliced_tables
@@ -336,6 +337,27 @@ def test_runs_ready_together_are_applied_together_and_exactly(workload, tmp_path
     assert outcome.stats.commits * 4 < outcome.stats.transactions
     n = summary.transactions
     assert outcome.stats.transactions == n
+    assert commit_record_counts(tmp_path / "slave.duckdb") == (n, n, n)
+    expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
+    assert_tables_equal(tmp_path / "slave.duckdb", expected)
+
+
+def test_database_batches_of_prepared_transactions_outgrow_the_read_queue(tmp_path, monkeypatch):
+    """Under DATABASE with commit order off a worker's batch is what its own queue holds. A
+    prepared transaction is a light record, so queues hold more of them than of transactions read
+    the ordinary way, and the batches are longer than a queue of read ones could make them."""
+    monkeypatch.setattr(parallel_schedule, "READ_QUEUE_LENGTH", 8)
+    monkeypatch.setattr(parallel_schedule, "WORKER_QUEUE_LENGTH", 64)
+    monkeypatch.setattr(parallel_schedule, "PARTITION_PIECE", 16)  # a piece fits a queue
+    monkeypatch.setattr("engine.replay.make_executor", _ready_pool)
+    summary = generate("multidb", 4, tmp_path / "relay")
+    spec = [ChannelSpec("", summary.index_file)]
+    options = ParallelOptions(4, "database", preserve_commit_order=False, pool="processes")
+    outcome = Replay(tmp_path / "slave.duckdb", None, spec, parallel=options).run()[0]
+    assert outcome.error is None, outcome.error
+    n = summary.transactions
+    assert outcome.stats.transactions == n
+    assert outcome.stats.commits * 8 < n  # batches past the read queue's length, on average
     assert commit_record_counts(tmp_path / "slave.duckdb") == (n, n, n)
     expected = {(p.parent.name, p.stem): p for p in sorted((tmp_path / "relay" / "expected").glob("*/*.csv"))}
     assert_tables_equal(tmp_path / "slave.duckdb", expected)
