@@ -20,14 +20,14 @@ from engine.applier.executor import is_structural
 from engine.binlog.columns import RowImages
 from engine.binlog.events import RowsEvent
 from engine.scheduling.clock import LogicalClock
+from engine.scheduling.column_hashes import int_key_hashes
 from engine.scheduling.gaq import GroupAssignmentQueue
 from engine.scheduling.partition import MAX_DBS_IN_QUERY_MTS, Claim, DatabasePartitions
 from engine.scheduling.rowkeys import _loose, transaction_writeset
 from engine.scheduling.writeset import (
     WritesetHistory,
-    _int_column_hashes,
-    _int_key_hash,
-    _int_key_seed,
+    int_key_hash,
+    int_key_seed,
     one_column_hashes,
     writeset_hash,
 )
@@ -729,11 +729,26 @@ def test_the_inlined_one_column_hashes_are_writeset_hash_of_each_value(values, k
 )
 def test_a_column_of_integers_is_hashed_in_one_pass_as_one_by_one(values):
     """The preparing stage's one-pass hashing is taken for integer columns (signed or unsigned
-    BIGINT) and gives each value's own hash; distinct values of a key get distinct hashes."""
-    seed = _int_key_seed("db", "t", "PRIMARY")
-    hashes = _int_column_hashes(seed, values)
-    assert hashes is not None
-    assert hashes.tolist() == [_int_key_hash(seed, v) for v in values]
+    BIGINT) and gives each value the hash writeset_hash gives it alone; distinct values of a key
+    get distinct hashes."""
+    hashed = int_key_hashes("db", "t", "PRIMARY", values)
+    assert hashed is not None
+    rows, hashes = hashed
+    assert rows is None
+    assert hashes.tolist() == [writeset_hash("db", "t", "PRIMARY", (v,)) for v in values]
+    assert hashes.tolist() == [int_key_hash(int_key_seed("db", "t", "PRIMARY"), v) for v in values]
     assert len(set(hashes.tolist())) == len(set(values))
-    assert _int_column_hashes(seed, [*values, None]) is None  # a NULL: hashed one by one
-    assert _int_column_hashes(seed, [True, False] * 8) is None  # bools hash as bools
+
+
+def test_a_unique_key_s_nulls_are_left_out_of_the_one_pass_and_anything_else_goes_one_by_one():
+    values = [5, None, 6, None, 7]
+    rows, hashes = int_key_hashes("db", "t", "uk", values)  # type: ignore[misc]
+    assert rows.tolist() == [0, 2, 4]
+    out: list[int] = []
+    one_column_hashes("db", "t", "uk", values, range(len(values)), out, _loose)
+    assert hashes.tolist() == out
+    assert int_key_hashes("db", "t", "PRIMARY", values) is None  # hashed one by one, NULL too
+    assert int_key_hashes("db", "t", "uk", [True, False] * 8) is None  # bools hash as bools
+    assert int_key_hashes("db", "t", "uk", [1, "1"]) is None
+    assert int_key_hashes("db", "t", "uk", [1.5, 2.0]) is None
+    assert int_key_hashes("db", "t", "uk", [-1, 2**64 - 1]) is None  # fits neither int64 nor uint64

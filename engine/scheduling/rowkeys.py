@@ -23,7 +23,8 @@ from ..binlog.columns import RowImages, decode_rows_event
 from ..binlog.events import Query, RowsEvent, TableMap
 from ..slave.schema import Catalog, MysqlTable
 from ..transactions import DELIMITING_VERBS, Transaction, statement_verb
-from .writeset import int_key_hashes, one_column_hashes, writeset_hash
+from .column_hashes import int_key_hashes
+from .writeset import one_column_hashes, writeset_hash
 
 Decoded = dict[int, RowImages]  # index of the rows event in Transaction.events -> its images
 

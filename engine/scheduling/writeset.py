@@ -17,9 +17,6 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
-import numpy as np
-import pyarrow as pa
-
 DEFAULT_HISTORY_SIZE = 25000  # binlog_transaction_dependency_history_size default
 
 _LEN = struct.Struct("<I")
@@ -95,11 +92,11 @@ class WritesetHistory:
 def writeset_hash(db: str, table: str, key_name: str, values: tuple[object, ...]) -> int:
     """Stable unsigned 64-bit hash of one key value of one row (same inputs, same hash, any run).
 
-    A key of one integer, the most common by far, is mixed arithmetically (_int_key_hash) so
+    A key of one integer, the most common by far, is mixed arithmetically (int_key_hash) so
     the preparing stage can hash a whole column at once; every other key goes through BLAKE2b.
     """
     if len(values) == 1 and type(values[0]) is int:
-        return _int_key_hash(_int_key_seed(db, table, key_name), values[0])
+        return int_key_hash(int_key_seed(db, table, key_name), values[0])
     parts = [_key_prefix(db, table, key_name)]
     for value in values:
         raw = _value_bytes(value)
@@ -118,114 +115,47 @@ def one_column_hashes(
     normalize: Callable[[object], object],
 ) -> None:
     """writeset_hash(db, table, key_name, (normalize(value),)) of each row of a key of one column,
-    appended to `out` (a NULL skipped but in the primary key). The preparing stage hashes every
-    row image: a column of integers without NULLs is hashed in one numpy pass (measured on the
-    MariaDB capture: a third of the preparing stage's CPU went to hashing row by row), anything
-    else row by row with the call inlined."""
-    if len(rows) >= _VECTOR_FROM and rows.step == 1:
-        hashes = _int_column_hashes(_int_key_seed(db, table, key_name), column[rows.start : rows.stop])
-        if hashes is not None:
-            out.extend(hashes.tolist())
-            return
+    appended to `out` (a NULL skipped but in the primary key), with the call inlined. (The
+    preparing stage hashes a whole run's column of integers at once: column_hashes.py.)"""
     prefix = _key_prefix(db, table, key_name)
-    seed = _int_key_seed(db, table, key_name)
+    seed = int_key_seed(db, table, key_name)
     primary = key_name == "PRIMARY"
     pack, blake2b, from_bytes, append = _LEN.pack, hashlib.blake2b, int.from_bytes, out.append
     for row in rows:
         value = column[row]
+        if type(value) is not int:
+            value = normalize(value)
+            if value is None and not primary:
+                continue  # NULLs never collide in a unique or foreign key
         if type(value) is int:  # what normalize leaves as it is
-            append(_int_key_hash(seed, value))
-            continue
-        value = normalize(value)
-        if value is None and not primary:
-            continue  # NULLs never collide in a unique or foreign key
-        if type(value) is int:
-            append(_int_key_hash(seed, value))
+            append(int_key_hash(seed, value))
             continue
         raw = _value_bytes(value)
         append(from_bytes(blake2b(prefix + pack(len(raw)) + raw, digest_size=8).digest(), "little"))
 
 
-# A column this long or longer is tried as integers in one numpy pass (below it, converting costs
-# more than it saves).
-_VECTOR_FROM = 8
-_MASK = (1 << 64) - 1
+MASK_64 = (1 << 64) - 1
 # The multipliers of SplitMix64's finaliser, a well-studied 64-bit mixer: every input bit moves
 # about half the output bits, so distinct integers of one key practically never share a hash
 # (and a shared one only costs a needless dependency, never a missed one).
-_MIX_1 = 0xBF58476D1CE4E5B9
-_MIX_2 = 0x94D049BB133111EB
+MIX_1 = 0xBF58476D1CE4E5B9
+MIX_2 = 0x94D049BB133111EB
 
 
 def _mix(x: int) -> int:
-    x = ((x ^ (x >> 30)) * _MIX_1) & _MASK
-    x = ((x ^ (x >> 27)) * _MIX_2) & _MASK
+    x = ((x ^ (x >> 30)) * MIX_1) & MASK_64
+    x = ((x ^ (x >> 27)) * MIX_2) & MASK_64
     return x ^ (x >> 31)
 
 
-def _int_key_hash(seed: int, value: int) -> int:
+def int_key_hash(seed: int, value: int) -> int:
     """The hash of an integer key value: its 64 bits mixed, the key's seed added, mixed again.
     Integers are taken modulo 2**64, so a signed and an unsigned BIGINT of the same bits meet."""
-    return _mix(_mix(value & _MASK) ^ seed)
-
-
-def _mix_array(x: np.ndarray) -> np.ndarray:
-    """_mix of each element (numpy's uint64 arithmetic wraps, as the mask does above)."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(_MIX_1)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(_MIX_2)
-    return x ^ (x >> np.uint64(31))
-
-
-def _int_column_hashes(seed: int, values: Sequence[object]) -> np.ndarray | None:
-    """_int_key_hash of each value when all are integers that fit 64 bits; None otherwise (the
-    caller hashes them one by one)."""
-    array = _integers(values)
-    if array is None or array.null_count:
-        return None
-    return _hash_bits(seed, array)
-
-
-def _integers(values: Sequence[object]) -> pa.Array | None:
-    """The values as an Arrow integer array (NULLs kept), or None when they are anything else:
-    Arrow infers the type, so a bool, a float or a string anywhere gives another type or fails."""
-    try:
-        array = pa.array(values)
-    except OverflowError:  # Arrow infers int64: an unsigned BIGINT above it is tried as uint64
-        try:
-            array = pa.array(values, pa.uint64())
-        except (pa.ArrowException, OverflowError, TypeError, ValueError):
-            return None
-    except (pa.ArrowException, TypeError, ValueError):
-        return None
-    return array if pa.types.is_integer(array.type) else None
-
-
-def _hash_bits(seed: int, array: pa.Array) -> np.ndarray:
-    bits = array.to_numpy().astype(np.int64, copy=False).view(np.uint64)
-    with np.errstate(over="ignore"):
-        return _mix_array(_mix_array(bits) ^ np.uint64(seed))
-
-
-def int_key_hashes(
-    db: str, table: str, key_name: str, values: Sequence[object]
-) -> tuple[np.ndarray | None, np.ndarray] | None:
-    """writeset_hash of each value of a key of one integer column, in one numpy pass, with the
-    rows hashed (None: all of them; a unique or foreign key's NULLs are left out). None when the
-    values are not all integers that fit 64 bits (hash them one by one)."""
-    array = _integers(values)
-    if array is None:
-        return None
-    seed = _int_key_seed(db, table, key_name)
-    if not array.null_count:
-        return None, _hash_bits(seed, array)
-    if key_name == "PRIMARY":
-        return None  # NULL in a primary key: hashed one by one, as writeset_hash does
-    rows = np.flatnonzero(array.is_valid().to_numpy(zero_copy_only=False))
-    return rows, _hash_bits(seed, array.drop_null())
+    return _mix(_mix(value & MASK_64) ^ seed)
 
 
 @lru_cache(maxsize=4096)
-def _int_key_seed(db: str, table: str, key_name: str) -> int:
+def int_key_seed(db: str, table: str, key_name: str) -> int:
     """What tells one key's integers from another's: 64 bits of the key's names, hashed."""
     digest = hashlib.blake2b(_key_prefix(db, table, key_name) + b"I", digest_size=8).digest()
     return int.from_bytes(digest, "little")
