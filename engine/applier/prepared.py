@@ -131,9 +131,7 @@ def concatenated_ranges(lows: Any, highs: Any) -> Any:
     call per range: under DATABASE a worker's part of a run is hundreds of short pieces (the
     run's transactions alternate between databases), and one arange per piece per table held
     the interpreter lock long enough to slow the other workers. None when every range is empty."""
-    lengths = highs - lows
-    nonempty = lengths > 0
-    lows, lengths = lows[nonempty], lengths[nonempty]
+    lengths = highs - lows  # an empty range repeats nothing below
     total = int(lengths.sum())
     if total == 0:
         return None
