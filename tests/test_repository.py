@@ -348,3 +348,13 @@ def test_timestamps_are_stored_as_mysql_shows_them() -> None:
     assert mysql_timestamp("2023-11-14T23:13:20.25+01:00") == "2023-11-14 22:13:20.250000"
     with pytest.raises(RepositoryError):
         mysql_timestamp("yesterday")
+
+
+def test_opening_a_repository_leaves_pandas_unloaded_and_importable():
+    """sqlite_utils would import pandas, a sixth of a second at every command's start."""
+    code = (
+        "import sys, engine.repository; loaded = 'pandas' in sys.modules; "
+        "import pandas; print(loaded, pandas.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "pandas"]

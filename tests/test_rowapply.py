@@ -119,6 +119,88 @@ def test_a_batch_nets_out_to_what_row_by_row_application_gives(steps):
     con.close()
 
 
+KEY_VALUES = {
+    "int": st.one_of(st.none(), st.integers(-3, 3)),
+    "bigint": st.integers(-(2**63), 2**63 - 1),
+    "text": st.one_of(st.none(), st.sampled_from(["", "a", "b", "ab"])),
+}
+
+
+@st.composite
+def keyed_operations(draw):  # type: ignore[no-untyped-def]
+    """(key columns, their values per row): 1-3 key columns of mixed types, repeats likely."""
+    kinds = draw(st.lists(st.sampled_from(sorted(KEY_VALUES)), min_size=1, max_size=3))
+    n = draw(st.integers(1, 60))
+    pool = draw(st.lists(st.tuples(*(KEY_VALUES[k] for k in kinds)), min_size=1, max_size=8))
+    keys = [
+        draw(st.sampled_from(pool)) if draw(st.booleans()) else tuple(draw(KEY_VALUES[k]) for k in kinds)
+        for _ in range(n)
+    ]
+    arrow_types = {"int": rowapply.pa.int32(), "bigint": rowapply.pa.int64(), "text": rowapply.pa.string()}
+    columns = [rowapply.pa.array([k[i] for k in keys], arrow_types[kind]) for i, kind in enumerate(kinds)]
+    return columns, keys
+
+
+@settings(max_examples=150, deadline=None)
+@given(keyed_operations())
+def test_rows_share_a_key_code_exactly_when_they_share_every_key_value(drawn):
+    columns, keys = drawn
+    codes, bound = rowapply.key_codes(columns)
+    assert len(codes) == len(keys)
+    assert all(0 <= c < bound for c in codes.tolist())
+    for i in range(len(keys)):
+        for j in range(len(keys)):
+            assert (codes[i] == codes[j]) == (keys[i] == keys[j])
+
+
+def test_key_codes_stay_near_the_row_count_however_many_wide_columns():
+    """Folding columns of many values each multiplies the bound; it is re-encoded down."""
+    n = 1000
+    columns = [rowapply.pa.array([(i * 7919 + c) % n for i in range(n)]) for c in range(4)]
+    codes, bound = rowapply.key_codes(columns)
+    assert len(set(codes.tolist())) == n
+    assert bound <= 4 * n + 64
+
+
+@settings(max_examples=150, deadline=None)
+@given(keyed_operations(), st.randoms(use_true_random=False))
+def test_a_batch_is_reduced_to_each_key_s_first_check_and_last_image(drawn, rnd):
+    """Against a dict: per key, seq and must of its first operation, op and values of its last;
+    then the keys found are told apart from the others whatever their types."""
+    columns, keys = drawn
+    n = len(keys)
+    seqs = sorted(rnd.sample(range(10 * n), n))
+    ops = [rnd.randint(0, 1) for _ in range(n)]
+    musts = [rnd.randint(0, 1) for _ in range(n)]
+    names = [f"c{i}" for i in range(len(columns))]
+    table = rowapply.pa.table(
+        {
+            "seq": rowapply.pa.array(seqs, rowapply.pa.int64()),
+            "op": rowapply.pa.array(ops, rowapply.pa.int8()),
+            "must": rowapply.pa.array(musts, rowapply.pa.int8()),
+            **dict(zip(names, columns, strict=True)),
+            "payload": rowapply.pa.array(range(n)),
+        }
+    )
+    model: dict[tuple, tuple] = {}
+    for i, key in enumerate(keys):
+        first_seq, first_must = model[key][:2] if key in model else (seqs[i], musts[i])
+        model[key] = (first_seq, first_must, ops[i], i)
+    reduced = rowapply.reduce_by_key(table, names)
+    got = {
+        tuple(row[c] for c in names): (row["seq"], row["must"], row["op"], row["payload"])
+        for row in reduced.to_pylist()
+    }
+    assert reduced.num_rows == len(model)
+    assert got == model
+    found_keys = [k for k in model if rnd.random() < 0.5 and None not in k]
+    found = rowapply.pa.table(
+        {name: rowapply.pa.array([k[i] for k in found_keys], columns[i].type) for i, name in enumerate(names)}
+    )
+    mask = rowapply._found_mask(reduced, names, found).to_pylist()
+    assert mask == [tuple(row[c] for c in names) in found_keys for row in reduced.to_pylist()]
+
+
 def test_the_first_offending_row_in_stream_order_is_the_one_reported(con):
     con.execute("INSERT INTO db.t VALUES (3, 'x'), (5, 'y')")
     applier = RowApplier(con)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from . import _sqlite_utils  # noqa: F401  (first: sqlite_utils without pandas)
 from .errors import InvalidChannelName, RepositoryError, TooManyChannels, UnknownChannel, UnknownField
 from .metadata import Metadata
 from .status import ChannelStatus, LiveStatus
