@@ -14,11 +14,12 @@ stream. Then, per table:
 3. ``INSERT … SELECT`` of each touched key's last image, when that image is an upsert.
 
 Each key's first and last operation are picked out by Arrow and numpy (reduce_by_key) before
-DuckDB sees the batch. The result is exactly what row-by-row application gives (updates that change the key,
-deletes, re-inserts of a deleted key, several changes of one row), because only the last image of
-each key survives and every touched key starts from "deleted". Tables without a primary key, and
-partial images (binlog_row_image=MINIMAL/NOBLOB), are applied row by row: MySQL matches those on
-the before image, which has no set-based equivalent when duplicate rows exist.
+DuckDB sees the batch. The result is exactly what row-by-row application gives (updates that
+change the key, deletes, re-inserts of a deleted key, several changes of one row), because only
+the last image of each key survives and every touched key starts from "deleted". Tables without
+a primary key, and partial images (binlog_row_image=MINIMAL/NOBLOB), are applied row by row:
+MySQL matches those on the before image, which has no set-based equivalent when duplicate rows
+exist.
 """
 
 from __future__ import annotations
@@ -291,9 +292,12 @@ def key_codes(columns: list[pa.Array]) -> tuple[np.ndarray, int]:
 
     Each column is hash-encoded by Arrow and the codes of the next column folded in; when the
     folded codes could outgrow a few per row they are encoded again, so the bound stays near
-    the row count however many columns. Arrow's hash aggregation (Table.group_by) and join would
-    do the same, but they load pyarrow.acero, which imports pandas: 0.16-0.28 s at the start of
-    every replay, for no other use."""
+    the row count however many columns. Arrow's hash aggregation (Table.group_by) and join did
+    this before, through pyarrow.acero. Measured against them (reduction and found-key mask
+    together): the same on 50,000 operations; on batches of 1 to 1,000 operations, which a
+    channel following its source commits, 0.6-0.7 of their time on one-column keys and
+    0.24-0.3 on two-column keys, whose join was planned anew each time. And pyarrow.acero
+    imports pandas: every command that loaded the applier paid 0.15-0.2 s for it at its start."""
     codes: np.ndarray = np.zeros(0, np.int64)
     bound = 0
     for i, column in enumerate(columns):
