@@ -7,13 +7,14 @@
 - ``metadata``: master_info, relay_log_info, worker_info, channel options; the global variables and
   the serving process.
 - ``status``: live status, and SHOW REPLICA STATUS (``ChannelStatus``) built from it.
+- ``sqlite_without_pandas``: sqlite-utils imported without the pandas it would load.
 
 ``Repository`` joins them: one object, one file.
 """
 
 from __future__ import annotations
 
-from . import _sqlite_utils  # noqa: F401  (first: sqlite_utils without pandas)
+from . import sqlite_without_pandas  # noqa: F401  (first, before anything imports sqlite_utils)
 from .errors import InvalidChannelName, RepositoryError, TooManyChannels, UnknownChannel, UnknownField
 from .metadata import Metadata
 from .status import ChannelStatus, LiveStatus
