@@ -433,6 +433,11 @@ def main() -> int:
         help="workers of the baseline checkout's process pool (default: the CPU count)",
     )
     args = parser.parse_args()
+    if args.peer and not PEER.exists():
+        # said now, not after the minutes of the generated-log part
+        parser.error(
+            f"--peer runs shared/peer/peer.sh, found in no folder above this checkout (looked for {PEER})"
+        )
 
     fixture = ROOT / "fixtures" / "mariadb-10.11-multisource"
     results: dict[str, object] = measurement_header()
