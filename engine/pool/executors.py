@@ -13,6 +13,7 @@ out of that).
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -199,7 +200,19 @@ class ProcessExecutor:
             self._executor = ProcessPoolExecutor(
                 self.workers, mp_context=context, initializer=_start_process, initargs=(os.getpid(),)
             )
-        future: Future[R] = self._executor.submit(_run_task, task, segment)
+            # This first submit forks every process. The caller's objects are kept out of the
+            # children's garbage collections, as Python's gc documentation advises before a fork:
+            # a child's collection walks every object it inherited, including any another
+            # thread of the caller was changing at that instant (a child crashed so, in its
+            # first collection, inside threading's after-fork hook), and it would copy their
+            # pages besides.
+            gc.freeze()
+            try:
+                future: Future[R] = self._executor.submit(_run_task, task, segment)
+            finally:
+                gc.unfreeze()
+        else:
+            future = self._executor.submit(_run_task, task, segment)
         self._in_flight.add(future, segment)
         return future
 
