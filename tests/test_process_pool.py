@@ -658,15 +658,12 @@ def test_a_segment_whose_process_fails_is_read_the_ordinary_way_and_applied_exac
 
 
 class _FrozenInChild:
-    """A task that tells which process ran it and how many objects it inherited frozen."""
+    """A task that tells how many objects the process running it inherited frozen."""
 
     def run(self, segment):  # type: ignore[no-untyped-def]
         import gc
-        import os
-        import time
 
-        time.sleep(0.2)  # long enough for every process to get one task
-        return os.getpid(), gc.get_freeze_count()
+        return gc.get_freeze_count()
 
 
 def test_forked_processes_leave_what_they_inherit_out_of_their_garbage_collections():
@@ -677,13 +674,11 @@ def test_forked_processes_leave_what_they_inherit_out_of_their_garbage_collectio
 
     from engine.pool.executors import ProcessExecutor
 
-    kept = [object() for _ in range(1000)]  # noqa: F841 - objects the children inherit
     executor = ProcessExecutor(2)
     try:
-        futures = [executor.submit(_FrozenInChild(), None) for _ in range(2)]  # type: ignore[arg-type]
-        results = [f.result(timeout=30) for f in futures]
+        futures = [executor.submit(_FrozenInChild(), None) for _ in range(4)]  # type: ignore[arg-type]
+        frozen = [f.result(timeout=60) for f in futures]
     finally:
         executor.close()
-    assert len({pid for pid, _ in results}) == 2
-    assert all(frozen > 1000 for _, frozen in results)
+    assert all(count > 1000 for count in frozen)  # this test process alone holds far more
     assert gc.get_freeze_count() == 0
