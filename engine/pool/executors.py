@@ -183,7 +183,8 @@ class ProcessExecutor:
         self._in_flight = SegmentsInFlight()
 
     def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
-        if self._executor is None:
+        forking = self._executor is None
+        if forking:
             # loaded here: multiprocessing is not needed by every run of the engine
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -207,12 +208,11 @@ class ProcessExecutor:
             # first collection, inside threading's after-fork hook), and it would copy their
             # pages besides.
             gc.freeze()
-            try:
-                future: Future[R] = self._executor.submit(_run_task, task, segment)
-            finally:
+        try:
+            future: Future[R] = self._executor.submit(_run_task, task, segment)
+        finally:
+            if forking:
                 gc.unfreeze()
-        else:
-            future = self._executor.submit(_run_task, task, segment)
         self._in_flight.add(future, segment)
         return future
 

@@ -134,7 +134,7 @@ def one_column_hashes(
         append(from_bytes(blake2b(prefix + pack(len(raw)) + raw, digest_size=8).digest(), "little"))
 
 
-MASK_64 = (1 << 64) - 1
+_MASK_64 = (1 << 64) - 1
 # The multipliers of SplitMix64's finaliser, a well-studied 64-bit mixer: every input bit moves
 # about half the output bits, so distinct integers of one key practically never share a hash
 # (and a shared one only costs a needless dependency, never a missed one).
@@ -143,15 +143,15 @@ MIX_2 = 0x94D049BB133111EB
 
 
 def _mix(x: int) -> int:
-    x = ((x ^ (x >> 30)) * MIX_1) & MASK_64
-    x = ((x ^ (x >> 27)) * MIX_2) & MASK_64
+    x = ((x ^ (x >> 30)) * MIX_1) & _MASK_64
+    x = ((x ^ (x >> 27)) * MIX_2) & _MASK_64
     return x ^ (x >> 31)
 
 
 def int_key_hash(seed: int, value: int) -> int:
     """The hash of an integer key value: its 64 bits mixed, the key's seed added, mixed again.
     Integers are taken modulo 2**64, so a signed and an unsigned BIGINT of the same bits meet."""
-    return _mix(_mix(value & MASK_64) ^ seed)
+    return _mix(_mix(value & _MASK_64) ^ seed)
 
 
 @lru_cache(maxsize=4096)

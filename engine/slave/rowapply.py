@@ -359,9 +359,9 @@ def _arrow_found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> pa
     # the reduced keys and the found ones coded together: a found key is a code they share
     columns = []
     for i, key in enumerate(keys):
-        mine = reduced.column(key)
-        columns.append(pa.chunked_array([*mine.chunks, *found.column(i).cast(mine.type).chunks], mine.type))
-    codes, _ = key_codes([c.combine_chunks() for c in columns])
+        mine = reduced.column(key).combine_chunks()
+        columns.append(pa.concat_arrays([mine, found.column(i).cast(mine.type).combine_chunks()]))
+    codes, _ = key_codes(columns)
     m = reduced.num_rows
     return pc.is_in(pa.array(codes[:m]), value_set=pa.array(codes[m:]))
 
