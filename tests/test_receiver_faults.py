@@ -32,10 +32,14 @@ def restartable_source(tmp_path_factory):
     yield from server_for_tests(tmp_path_factory.mktemp("restartable"))
 
 
-def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+def wait_for(
+    condition: Callable[[], object], seconds: float, what: str, explain: Callable[[], object] | None = None
+) -> None:
+    """Until `condition` holds; on timeout the assertion carries what `explain` says (a channel's status)."""
     deadline = time.monotonic() + seconds
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (f": {explain()}" if explain else ""))
         time.sleep(0.05)
 
 
@@ -564,6 +568,12 @@ def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariad
     def applied_all() -> bool:
         return applied_everything(replica, "pg", server)
 
+    def where() -> str:
+        status = io_status(replica, "pg")
+        shown = {name: value for name, value in status.items() if value not in (None, "", 0, "0")}
+        listed = relay_files_listed(index) if index.exists() else []
+        return f"source at {gtid_binlog_pos(server)!r}; index {listed}; status {shown}"
+
     try:
         change_source(replica, "pg", server.host, server.port, server.repl_password, relay,
                       SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos, SOURCE_HEARTBEAT_PERIOD=0.5)  # fmt: skip
@@ -571,7 +581,7 @@ def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariad
         replica.execute("START REPLICA FOR CHANNEL 'pg'")
         for part in range(3):  # each switches the source's binlog: a relay file each
             write_load(server, "purge1", 6, seed=110 + part, rotate_at=3)
-        wait_for(applied_all, 60, "everything applied")
+        wait_for(applied_all, 60, "everything applied", where)
         time.sleep(2.5)  # more than the receiver's look at what was applied
         kept = relay_files_listed(index)
         assert kept[0] == "relay-bin-pg.000001" and len(kept) >= 4
@@ -582,7 +592,7 @@ def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariad
         replica.execute("START REPLICA FOR CHANNEL 'pg'")
         for part in range(3):
             write_load(server, "purge1", 6, seed=120 + part, rotate_at=3)
-        wait_for(applied_all, 60, "everything applied")
+        wait_for(applied_all, 60, "everything applied", where)
         applier_file = replica.repository.relay_log_info("pg")["Relay_log_name"]
         wait_for(lambda: relay_files_listed(index)[0] == applier_file, 10, "the applied relay files purged")
         listed = relay_files_listed(index)
@@ -595,7 +605,7 @@ def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariad
             server, "purge1", 6, seed=130, rotate_at=3
         )  # received after the purge, from where it stood
         replica.execute("START REPLICA FOR CHANNEL 'pg'")
-        wait_for(applied_all, 60, "everything applied after the restart")
+        wait_for(applied_all, 60, "everything applied after the restart", where)
         assert io_status(replica, "pg")["Last_SQL_Errno"] == 0
         replica.execute("STOP REPLICA FOR CHANNEL 'pg'")
     finally:
