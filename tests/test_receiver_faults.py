@@ -614,3 +614,50 @@ def test_relay_log_purge_deletes_the_relay_files_the_applier_is_done_with(mariad
         assert slave_rows(tmp_path / "rx" / "slave.duckdb", "purge1", table) == source_rows(
             server, "purge1", table
         )
+
+
+def registered_server_ids(server) -> set[int]:  # type: ignore[no-untyped-def]
+    """The server ids of the replicas registered with the source (SHOW SLAVE HOSTS)."""
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW SLAVE HOSTS")
+        return {int(row[0]) for row in cur.fetchall()}
+
+
+def test_replicas_of_one_source_under_their_own_server_ids_keep_their_own_connections(
+    mariadb_source, tmp_path
+):
+    """SET GLOBAL server_id: the source holds one dump per registered id, so two replicas under
+    ids of their own stay connected side by side (under one shared id each START would end the
+    other's dump), and both apply everything."""
+    server = mariadb_source
+    file, pos = source_binlog_end(server)
+    replicas: dict[int, ReplicaServer] = {}
+    try:
+        for server_id in (7, 8):
+            folder = tmp_path / f"replica{server_id}"
+            folder.mkdir()
+            replica = ReplicaServer(folder / "slave.duckdb", folder / "repo.sqlite", follow=True)
+            replicas[server_id] = replica
+            replica.execute(f"SET GLOBAL server_id = {server_id}")
+            change_source(replica, "ids", server.host, server.port, server.repl_password, folder / "relay",
+                          SOURCE_LOG_FILE=f"'{file}'", SOURCE_LOG_POS=pos, SOURCE_HEARTBEAT_PERIOD=0.5)  # fmt: skip
+            replica.execute("START REPLICA FOR CHANNEL 'ids'")
+        wait_for(lambda: {7, 8} <= registered_server_ids(server), 30, "both replicas registered",
+                 lambda: registered_server_ids(server))  # fmt: skip
+        write_load(server, "ids1", 8, seed=140, rotate_at=4)
+        for replica in replicas.values():
+            wait_for(lambda r=replica: applied_everything(r, "ids", server), 60, "everything applied",
+                     lambda r=replica: io_status(r, "ids"))  # fmt: skip
+        assert {7, 8} <= registered_server_ids(server)  # neither START ended the other's dump
+        for replica in replicas.values():
+            status = io_status(replica, "ids")
+            assert (status["Last_IO_Errno"], status["Replica_IO_Running"]) == (0, "Yes")
+            replica.execute("STOP REPLICA FOR CHANNEL 'ids'")
+    finally:
+        for replica in replicas.values():
+            replica.close()
+    for server_id in (7, 8):
+        for table in ("items", "moves"):
+            assert slave_rows(
+                tmp_path / f"replica{server_id}" / "slave.duckdb", "ids1", table
+            ) == source_rows(server, "ids1", table)

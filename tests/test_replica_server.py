@@ -253,6 +253,8 @@ def test_set_global_checks_name_scope_and_value_and_applies_at_the_next_start(se
     assert error_of(server, "SET GLOBAL replica_parallel_workers = 5000").errno == 1231
     assert error_of(server, "SET GLOBAL replica_parallel_type = 'SIDEWAYS'").errno == 1231
     assert error_of(server, "SET GLOBAL replica_parallel_workers = 'two'").errno == 1232
+    assert error_of(server, "SET GLOBAL server_id = 0").errno == 1231  # a replica needs an id
+    assert error_of(server, "SET GLOBAL server_id = 4294967296").errno == 1231
     # all or nothing: the good assignment before a bad one is not kept
     assert error_of(server, "SET GLOBAL replica_parallel_workers = 3, GLOBAL nope = 1").errno == 1193
     assert "replica_parallel_workers" not in server.repository.global_variables()

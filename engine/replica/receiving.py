@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 from ..errors import RelaydeckError
 from ..relaylog.index import channel_relay_log_names
@@ -81,7 +82,8 @@ class ReceiverRun(threading.Thread):
                         mi.get("Connect_retry") if mi.get("Connect_retry") is not None else 60
                     ),
                     retry_count=int(mi.get("Retry_count") if mi.get("Retry_count") is not None else 86400),
-                    relay_log_purge=relay_log_purge(self.repository),
+                    server_id=int(global_value(self.repository, "server_id")),
+                    relay_log_purge=bool(global_value(self.repository, "relay_log_purge")),
                 ),
                 start=start,
                 gtid_start=gtid_start,
@@ -116,12 +118,13 @@ def source_tls(mi: dict):  # type: ignore[no-untyped-def]
     )
 
 
-def relay_log_purge(repository: Repository) -> bool:
-    """SET GLOBAL relay_log_purge (ON unless set OFF)."""
+def global_value(repository: Repository, name: str) -> Any:  # noqa: ANN401
+    """A SET GLOBAL variable's value, its default when it was never set."""
     from .variables import VARIABLES, from_text
 
-    text = repository.global_variables().get("relay_log_purge")
-    return True if text is None else bool(from_text(VARIABLES["relay_log_purge"], text))
+    var = VARIABLES[name]
+    text = repository.global_variables().get(name)
+    return var.default if text is None else from_text(var, text)
 
 
 def receives_from_source(repository: Repository, name: str) -> bool:

@@ -53,6 +53,11 @@ VARIABLES: dict[str, Variable] = {
         Variable("sql_replica_skip_counter", "int", 0, 0, 4294967295, per_channel=False),
         # the receiver deletes relay files the applier is done with (channels relaydeck receives)
         Variable("relay_log_purge", "bool", True, per_channel=False),
+        # the id the receivers register with: a source ends the dump of an earlier replica that
+        # registers the same id again, so two replicas sharing one would take turns disconnecting
+        # each other. 2 by default, beside a source left at MySQL's and MariaDB's 1. 0 (MySQL's
+        # "not a replica") is refused here rather than stopping every receiver at START.
+        Variable("server_id", "int", 2, 1, 4294967295, per_channel=False),
     )
 }
 
