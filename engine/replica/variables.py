@@ -55,8 +55,8 @@ VARIABLES: dict[str, Variable] = {
         Variable("relay_log_purge", "bool", True, per_channel=False),
         # the id the receivers register with: a source ends the dump of an earlier replica that
         # registers the same id again, so two replicas sharing one would take turns disconnecting
-        # each other. 2 by default, beside a source left at MySQL's and MariaDB's 1. 0 (MySQL's
-        # "not a replica") is refused here rather than stopping every receiver at START.
+        # each other. 2 by default: not the id of a source left at MySQL's and MariaDB's default
+        # of 1. 0 (MySQL's "not a replica") is refused here rather than at every START.
         Variable("server_id", "int", 2, 1, 4294967295, per_channel=False),
     )
 }
