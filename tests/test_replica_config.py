@@ -23,6 +23,7 @@ repository = "data/r.sqlite"
 [variables]
 replica_parallel_workers = 3
 replica_preserve_commit_order = false
+server_id = 12
 [channels.""]
 relay_log = "relay/relay-bin"
 [channels.Shop]
@@ -42,6 +43,7 @@ replica_parallel_type = "DATABASE"
         assert replica.repository.global_variables() == {
             "replica_parallel_workers": "3",
             "replica_preserve_commit_order": "OFF",
+            "server_id": "12",
         }
         assert replica.repository.channels() == ["", "Shop"]
         assert replica.repository.relay_log_info("")["Relay_log_index"] == str(

@@ -7,6 +7,7 @@
     [variables]                              # SET GLOBAL, for channels that do not set their own
     replica_parallel_workers = 4
     replica_parallel_type = "LOGICAL_CLOCK"
+    server_id = 12                           # the receivers' id at the sources (2 by default)
 
     [channels.m1]                            # [channels.""] is the default channel
     relay_log_index = "/var/lib/mysql/relay-bin-m1.index"   # or relay_log = ".../relay-bin"
