@@ -193,3 +193,42 @@ def transaction_starts(data, Py_ssize_t start, Py_ssize_t end, object codes):
     finally:
         PyBuffer_Release(&view)
     return out
+
+
+def source_positions_follow(
+    data, Py_ssize_t at, Py_ssize_t end, long long expected, bint resync, int table_map
+):
+    """The relay-log continuity check of the source positions of the events in [at, end), as
+    Continuity._source_event makes it event by event: each event that logs its end_log_pos must
+    start where the one before ended (a table map may start later, MariaDB leaving out the
+    Annotate_rows before it; after a resync, any later start). expected -1: nothing expected yet.
+
+    Returns (-1, the position the next event must start at) when every event follows, else the
+    offset of the first one that does not (or whose header does not frame) with what was expected
+    there: the Python check goes on from that event and reports it as it always has."""
+    cdef Py_buffer view
+    cdef const unsigned char* p
+    cdef long long size, log_pos, start
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char*> view.buf
+        while at < end:
+            if at + HEADER_LEN > end:
+                return (at, expected)
+            size = <long long> le(p + at + 9, 4)
+            if size < HEADER_LEN or at + size > end:
+                return (at, expected)
+            log_pos = <long long> le(p + at + 13, 4)
+            if log_pos:
+                start = log_pos - size
+                if (
+                    expected >= 0
+                    and start != expected
+                    and not (start > expected and (resync or p[at + 4] == table_map))
+                ):
+                    return (at, expected)
+                expected = log_pos
+            at += size
+    finally:
+        PyBuffer_Release(&view)
+    return (-1, expected)
