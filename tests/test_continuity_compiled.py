@@ -56,22 +56,36 @@ def transaction(
     return b"".join(out)
 
 
-def check(compiled: bool, data: bytes, expected: int | None, resync: bool, let_past: bool) -> list[object]:
-    """What scanning the transaction, then one that starts where the check expects the next,
-    leaves: the error, or the state the check goes on with, after each."""
+def check(
+    compiled: bool,
+    data: bytes,
+    expected: int | None,
+    resync: bool,
+    let_past: bool,
+    known_seq: int | None = None,
+    then: tuple[int, int, list[tuple[int, int, int | None]]] = (1, 0, [(XID, 31, 0)]),
+) -> list[object]:
+    """What scanning the transaction (seq_no 7 of domain 0; known_seq: the domain's last one
+    before it), then a next one leaves: the error, or the state the check goes on with, after
+    each. `then`: how far the next one's seq_no is from 7, how far it starts from where the check
+    expects it, and its events after the GTID."""
     saved = continuity._framing
     if not compiled:
         continuity._framing = None
     state = Continuity(source_file="source-bin.000001", expected=expected, at_start=False, resync=resync)
+    if known_seq is not None:
+        state.last_seq[0] = known_seq
     if let_past:
         state.accept = lambda: True
     seen: list[object] = []
     try:
         state.scanned("relay-bin.000002", "source-bin.000001", data, 0, len(data), 0, 7)
-        seen.append((state.expected, state.resync, state.skipping, state.accepted, state.source_file))
-        following = transaction(state.expected if state.expected is not None else 20_000, [(XID, 31, 0)])
-        state.scanned("relay-bin.000002", "source-bin.000001", following, 0, len(following), 0, 8)
-        seen.append((state.expected, state.resync, state.skipping, state.accepted, state.source_file))
+        seen.append((state.expected, state.resync, state.skipping, state.accepted, dict(state.last_seq)))
+        seq_step, stray, after = then
+        begins = (state.expected if state.expected is not None else 20_000) + stray
+        following = transaction(max(4, begins), after)
+        state.scanned("relay-bin.000002", "source-bin.000001", following, 0, len(following), 0, 7 + seq_step)
+        seen.append((state.expected, state.resync, state.skipping, state.accepted, dict(state.last_seq)))
     except RelayLogGap as exc:
         seen.append(("gap", str(exc)))
     finally:
@@ -80,7 +94,7 @@ def check(compiled: bool, data: bytes, expected: int | None, resync: bool, let_p
 
 
 @compiled_only
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     source_start=st.integers(4, 10_000),
     after=events_after_gtid,
@@ -88,19 +102,26 @@ def check(compiled: bool, data: bytes, expected: int | None, resync: bool, let_p
     gtid_logged=st.booleans(),
     resync=st.booleans(),
     let_past=st.booleans(),
+    known_seq=st.one_of(st.none(), st.integers(4, 8)),
+    then=st.tuples(st.sampled_from([1, 1, 1, 2, 0]), st.sampled_from([0, 0, 0, 9, -9]), events_after_gtid),
 )
-def test_a_scanned_transaction_gets_the_same_verdict_in_both_forms(
+def test_scanned_transactions_get_the_same_verdicts_in_both_forms(
     source_start: int,
     after: list[tuple[int, int, int | None]],
     expected: int | None,
     gtid_logged: bool,
     resync: bool,
     let_past: bool,
+    known_seq: int | None,
+    then: tuple[int, int, list[tuple[int, int, int | None]]],
 ) -> None:
-    """resync (the receiver reconnected) still holds inside a transaction whose GTID logs no
-    position: the events after it are checked under it."""
+    """Two transactions in a row, the next one's seq_no next or not, starting where expected or
+    not, with gaps of its own. resync (the receiver reconnected) still holds inside a transaction
+    whose GTID logs no position: the events after it are checked under it."""
     data = transaction(source_start, after, gtid_logged)
-    assert check(True, data, expected, resync, let_past) == check(False, data, expected, resync, let_past)
+    assert check(True, data, expected, resync, let_past, known_seq, then) == check(
+        False, data, expected, resync, let_past, known_seq, then
+    )
 
 
 @compiled_only
