@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 from ..errors import RelaydeckError
 from ..relaylog.index import channel_relay_log_names
@@ -53,8 +52,10 @@ class ReceiverRun(threading.Thread):
     def run(self) -> None:
         from ..receiver.receiver import ReceiverError, ReceiverSettings, SourceAccount, receive
         from ..receiver.stream import SourcePosition
+        from .variables import global_value
 
         mi = self.repository.master_info(self.channel) or {}
+        global_texts = self.repository.global_variables()
         account = SourceAccount(mi.get("Host") or "", mi.get("Port") or 3306, mi.get("User_name") or "",
                                 mi.get("User_password") or "", source_tls(mi))  # fmt: skip
         directory, base = relay_base(self.index, self.channel) or (self.index.parent, "")
@@ -82,8 +83,8 @@ class ReceiverRun(threading.Thread):
                         mi.get("Connect_retry") if mi.get("Connect_retry") is not None else 60
                     ),
                     retry_count=int(mi.get("Retry_count") if mi.get("Retry_count") is not None else 86400),
-                    server_id=int(global_value(self.repository, "server_id")),
-                    relay_log_purge=bool(global_value(self.repository, "relay_log_purge")),
+                    server_id=int(global_value(global_texts, "server_id")),
+                    relay_log_purge=bool(global_value(global_texts, "relay_log_purge")),
                 ),
                 start=start,
                 gtid_start=gtid_start,
@@ -116,15 +117,6 @@ def source_tls(mi: dict):  # type: ignore[no-untyped-def]
         cipher=mi.get("Ssl_cipher") or "",
         verify_server_cert=bool(mi.get("Ssl_verify_server_cert")),
     )
-
-
-def global_value(repository: Repository, name: str) -> Any:  # noqa: ANN401
-    """A SET GLOBAL variable's value, its default when it was never set."""
-    from .variables import VARIABLES, from_text
-
-    var = VARIABLES[name]
-    text = repository.global_variables().get(name)
-    return var.default if text is None else from_text(var, text)
 
 
 def receives_from_source(repository: Repository, name: str) -> bool:

@@ -142,15 +142,19 @@ class ApplierSettings:
         )
 
 
+def global_value(global_texts: dict[str, str], name: str) -> Any:  # noqa: ANN401
+    """A SET GLOBAL variable's value (global_texts: the repository's), its default when never set."""
+    var = VARIABLES[name]
+    text = global_texts.get(name)
+    return var.default if text is None else from_text(var, text)
+
+
 def effective_settings(global_texts: dict[str, str], channel_options: dict[str, Any]) -> ApplierSettings:
     def value(name: str) -> Any:
-        var = VARIABLES[name]
         if channel_options.get(name) is not None:
             raw = channel_options[name]
-            return bool(raw) if var.kind == "bool" else raw
-        if name in global_texts:
-            return from_text(var, global_texts[name])
-        return var.default
+            return bool(raw) if VARIABLES[name].kind == "bool" else raw
+        return global_value(global_texts, name)
 
     return ApplierSettings(
         workers=value("replica_parallel_workers"),
