@@ -38,6 +38,7 @@ from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
 from .transactions import Transaction, TransactionRecord
+from .without_pandas import settle_arrow_without_pandas
 
 STATUS_INTERVAL_S = 0.25
 
@@ -112,6 +113,7 @@ class ChannelRun:
         kill: threading.Event | None = None,
     ) -> None:
         relax_garbage_collector()  # an applier in this process: see gc_tuning
+        settle_arrow_without_pandas()  # and no pandas for pyarrow to load: see without_pandas
         validate_channel_name(spec.name)
         self.slave = slave
         self.repository = repository

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..relaylog.segments import Segment
+from ..without_pandas import settle_arrow_without_pandas
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -189,14 +190,8 @@ class ProcessExecutor:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            if "pyarrow" in sys.modules:
-                # pyarrow imports pandas at its first conversion of a Python list (to recognise
-                # pandas objects). Imported before forking, the processes share it instead of
-                # each importing it again: 0.2 s of CPU per process.
-                try:
-                    import pandas  # noqa: F401
-                except ImportError:
-                    pass
+            # decided before forking: no process imports pandas for pyarrow (see without_pandas)
+            settle_arrow_without_pandas()
             context = multiprocessing.get_context("fork")
             self._executor = ProcessPoolExecutor(
                 self.workers, mp_context=context, initializer=_start_process, initargs=(os.getpid(),)

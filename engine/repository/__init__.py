@@ -7,18 +7,20 @@
 - ``metadata``: master_info, relay_log_info, worker_info, channel options; the global variables and
   the serving process.
 - ``status``: live status, and SHOW REPLICA STATUS (``ChannelStatus``) built from it.
-- ``sqlite_without_pandas``: sqlite-utils imported without the pandas it would load.
 
 ``Repository`` joins them: one object, one file.
 """
 
 from __future__ import annotations
 
-from . import sqlite_without_pandas  # noqa: F401  (first, before anything imports sqlite_utils)
-from .errors import InvalidChannelName, RepositoryError, TooManyChannels, UnknownChannel, UnknownField
-from .metadata import Metadata
-from .status import ChannelStatus, LiveStatus
-from .tables import DEFAULT_CHANNEL, MAX_CHANNELS, ZERO_TIMESTAMP, mysql_timestamp
+from ..without_pandas import import_sqlite_utils
+
+import_sqlite_utils()  # first, before anything imports sqlite_utils (see engine/without_pandas.py)
+
+from .errors import InvalidChannelName, RepositoryError, TooManyChannels, UnknownChannel, UnknownField  # noqa: E402
+from .metadata import Metadata  # noqa: E402
+from .status import ChannelStatus, LiveStatus  # noqa: E402
+from .tables import DEFAULT_CHANNEL, MAX_CHANNELS, ZERO_TIMESTAMP, mysql_timestamp  # noqa: E402
 
 __all__ = [
     "DEFAULT_CHANNEL",
