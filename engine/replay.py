@@ -179,7 +179,7 @@ class ChannelRun:
                 )
             else:
                 options = settings.parallel
-                pool = make_executor(options.pool, options.workers, options.spark_master)
+                pool = make_executor(options.pool, options.workers, options.spark_master, for_applier=True)
                 applier = ParallelApplier(
                     session,
                     spec.name,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import replay as replay_module
 from engine.applier.parallel import ParallelApplier
 from engine.applier.parallel_jobs import Job
 from engine.applier.prepare import PrepareTask, prepare_segment
@@ -16,7 +17,7 @@ from engine.applier.prepared import PreparedRun
 from engine.applier.reading import read_chunks as _read_chunks
 from engine.applier.vocabulary import ParallelOptions
 from engine.generate import generate
-from engine.pool import InProcessExecutor, ProcessExecutor, make_executor
+from engine.pool import APPLIER_PREPARING_NICENESS, InProcessExecutor, ProcessExecutor, make_executor
 from engine.pool.ahead import TaskFailed, in_order
 from engine.relaylog.index import read_index
 from engine.relaylog.segments import Segment, plan_segments
@@ -349,3 +350,44 @@ def test_runs_read_again_skip_what_the_slave_has_and_apply_the_rest_exactly(tmp_
         assert stats.transactions == (0 if again else summary.transactions)
         assert stats.skipped == (summary.transactions if again else 0)
         assert_tables_equal(slave_path, expected)
+
+
+class _Niceness:
+    """A task that tells the niceness of the process it runs in."""
+
+    def run(self, segment: Segment) -> int:
+        return os.nice(0)
+
+    def to_arrow(self, result: int) -> bytes:
+        raise NotImplementedError
+
+    def from_arrow(self, data: bytes, segment: Segment) -> int:
+        raise NotImplementedError
+
+
+def _niceness_of_processes(executor) -> set[int]:  # type: ignore[no-untyped-def]
+    try:
+        return {executor.submit(_Niceness(), None).result(timeout=60) for _ in range(4)}
+    finally:
+        executor.close()
+
+
+def test_an_appliers_preparing_processes_yield_the_cores_to_it_and_a_listings_do_not(monkeypatch, tmp_path):
+    own = os.nice(0)
+    assert _niceness_of_processes(make_executor("processes", 2, for_applier=True)) == {
+        min(19, own + APPLIER_PREPARING_NICENESS)
+    }
+    assert _niceness_of_processes(make_executor("processes", 2)) == {own}
+
+    made = []  # a replay asks for an applier's executor
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(make_executor(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(replay_module, "make_executor", recording)
+    options = ParallelOptions(workers=2, parallel_type="logical_clock", pool="processes")
+    (outcome,) = Replay(tmp_path / "s.duckdb", None, CHANNELS[1:], parallel=options).run()
+    assert outcome.error is None
+    assert [type(e) for e in made] == [ProcessExecutor]
+    assert made[0].niceness == APPLIER_PREPARING_NICENESS

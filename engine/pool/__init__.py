@@ -18,6 +18,7 @@ and hands their results back in stream order.
 from __future__ import annotations
 
 from .executors import (
+    APPLIER_PREPARING_NICENESS,
     EXECUTOR_KINDS,
     Executor,
     ExecutorActivity,
@@ -29,19 +30,24 @@ from .executors import (
 from .spark import SparkExecutor
 
 
-def make_executor(kind: str, workers: int, spark_master: str | None = None) -> Executor:
+def make_executor(
+    kind: str, workers: int, spark_master: str | None = None, for_applier: bool = False
+) -> Executor:
     """The executor a `--pool` names; `workers` segments side by side (processes: at most one
-    per core, more would only take turns)."""
+    per core, more would only take turns). for_applier: its local processes prepare for an
+    applier in this process, and yield the cores to it (APPLIER_PREPARING_NICENESS)."""
+    niceness = APPLIER_PREPARING_NICENESS if for_applier else 0
     if kind == "threads":
         return InProcessExecutor()
     if kind == "processes":
-        return ProcessExecutor(max(1, min(workers, local_cores())))
+        return ProcessExecutor(max(1, min(workers, local_cores())), niceness)
     if kind == "spark":
-        return SparkExecutor(workers, spark_master)
+        return SparkExecutor(workers, spark_master, niceness=niceness)
     raise ValueError(f"the worker pool is one of {', '.join(EXECUTOR_KINDS)}")
 
 
 __all__ = [
+    "APPLIER_PREPARING_NICENESS",
     "EXECUTOR_KINDS",
     "Executor",
     "ExecutorActivity",

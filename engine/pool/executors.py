@@ -30,6 +30,17 @@ R_co = TypeVar("R_co", covariant=True)
 
 EXECUTOR_KINDS = ("threads", "processes", "spark")
 
+# The niceness that processes preparing segments for an applier add to the applier's. The
+# applier's process is a replay's critical path: its interpreter runs the coordinator and the
+# workers, on one core at most. Whatever it cannot do while the preparing processes take their
+# fair share of the cores is left for the end, when it works alone with a core idle. At a lower
+# priority they take what it leaves instead. Measured on 2 cores (the full-size MariaDB capture,
+# 4 workers, to the last commit, medians of 6): against 0, 10 took logical_clock to 0.93 of the
+# time, writeset 0.95, database 0.93, logical_clock with commit order off 0.92. 19 gained 2-5%
+# more. But on cores that other programs want too, it would leave the preparing processes almost
+# nothing (a share of 15 against their 1024; at 10, 110).
+APPLIER_PREPARING_NICENESS = 10
+
 
 class SegmentTask(Protocol[R]):
     """What to do with one segment. An instance is pickled to wherever it runs (a forked process,
@@ -154,10 +165,15 @@ def _end_with(parent: int) -> None:
         os._exit(1)
 
 
-def _start_process(parent: int) -> None:
+def _start_process(parent: int, niceness: int) -> None:
     from ..gc_tuning import relax_garbage_collector
 
     _end_with(parent)
+    if niceness:
+        try:
+            os.nice(niceness)
+        except OSError:  # a platform without priorities: the processes run as they are
+            pass
 
     if "pyarrow" in sys.modules:
         # forked with the caller's Arrow allocator state; a task that loads pyarrow itself (one
@@ -173,13 +189,15 @@ def _run_task(task: SegmentTask[R], segment: Segment) -> R:
 
 
 class ProcessExecutor:
-    """`workers` forked processes, started on the first submit."""
+    """`workers` forked processes, started on the first submit, at `niceness` below the caller's
+    priority (APPLIER_PREPARING_NICENESS for an applier's)."""
 
     kind = "processes"
     segment_scale = 1
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, niceness: int = 0) -> None:
         self.workers = workers
+        self.niceness = niceness
         self._executor: Any = None
         self._in_flight = SegmentsInFlight()
 
@@ -194,7 +212,10 @@ class ProcessExecutor:
             settle_arrow_without_pandas()
             context = multiprocessing.get_context("fork")
             self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=context, initializer=_start_process, initargs=(os.getpid(),)
+                self.workers,
+                mp_context=context,
+                initializer=_start_process,
+                initargs=(os.getpid(), self.niceness),
             )
             # This first submit forks every process. The caller's objects are kept out of the
             # children's garbage collections, as Python's gc documentation advises before a fork:

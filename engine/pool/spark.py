@@ -236,14 +236,14 @@ class SparkExecutor:
     kind = "spark"
     segment_scale = SEGMENT_SCALE  # for whoever plans the segments
 
-    def __init__(self, workers: int, master: str | None = None, start: Any = None) -> None:
+    def __init__(self, workers: int, master: str | None = None, start: Any = None, niceness: int = 0) -> None:
         self.workers = max(1, workers)
         self.master = master
         self._ready = threading.Event()
         self._session: Any = None
         self._start_error: BaseException | None = None
         self._closed = False
-        self._local = ProcessExecutor(max(1, min(self.workers, local_cores())))
+        self._local = ProcessExecutor(max(1, min(self.workers, local_cores())), niceness)
         # segments submitted while Spark starts, in order: each local process is given one at a
         # time, so that those not yet given move to Spark once it is ready
         self._until_ready: list[_Waiting] = []
