@@ -250,7 +250,7 @@ class _ReadyPool(InProcessExecutor):
         return super().submit(task, segment)
 
 
-def _ready_pool(kind, workers, spark_master=None):  # type: ignore[no-untyped-def]
+def _ready_pool(kind, workers, spark_master=None, for_applier=False):  # type: ignore[no-untyped-def]
     return _ReadyPool(workers)
 
 

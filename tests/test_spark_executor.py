@@ -423,7 +423,7 @@ def _replay_on_cluster(master: str, slave: str) -> None:
         def close(self) -> None:
             pass
 
-    engine.replay.make_executor = lambda kind, workers, spark_master=None: Shared()  # type: ignore[assignment]
+    engine.replay.make_executor = lambda kind, workers, spark_master=None, for_applier=False: Shared()  # type: ignore[assignment]
     options = ParallelOptions(2, "writeset", pool="spark", spark_master=master)
     try:
         outcomes = engine.replay.Replay(Path(slave), None, list(CHANNELS), parallel=options).run()
