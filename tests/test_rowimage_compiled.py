@@ -307,3 +307,174 @@ def test_the_compiled_form_reads_the_common_types_itself() -> None:
     assert images.after is not None
     assert [images.after[i][0] for i in range(4)][:2] == [7, "hi"]
     assert images.after[3] == [Decimal("0.12")]
+
+
+# -- decoding into Arrow's layout (ColumnBuffer) ----------------------------------------------
+
+
+def _shared_outs(decoder: RowDecoder, event: RowsEvent) -> tuple[list, bool]:  # type: ignore[type-arg]
+    """The decoder's column buffers as decode_into takes them (an UPDATE's images sharing them),
+    or None when the event's images hold different columns."""
+    two = event.kind == RowsKind.UPDATE
+    if two and event.columns_before != event.columns_after:
+        return [], False
+    buffers = decoder.column_buffers()
+    assert buffers is not None
+    return buffers + buffers if two else buffers, True
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows_case(), st.booleans(), st.data())
+def test_decoding_into_column_buffers_gives_the_values_and_arrays_lists_give(
+    case: tuple[TableMap, RowsEvent], python_reader: bool, data: st.DataObject
+) -> None:
+    import pyarrow as pa
+
+    table_map, event = case
+    compiled = RowDecoder(table_map, event, compiled=True)
+    outs, comparable = _shared_outs(compiled, event)
+    if not comparable:
+        return
+    # the Python decoder appends its values one by one: a buffer takes them as well
+    decoder = RowDecoder(table_map, event, compiled=False) if python_reader else compiled
+    lists: list[list[object]] = [[] for _ in outs]
+    if event.kind == RowsKind.UPDATE:
+        half = len(outs) // 2
+        lists = lists[:half] + lists[:half]
+    try:
+        expected_count = decoder.decode_into(event, table_map, lists)
+    except ValueError:
+        with pytest.raises(ValueError):
+            decoder.decode_into(event, table_map, outs)
+        return
+    assert decoder.decode_into(event, table_map, outs) == expected_count
+    present = [c for c, on in zip(compiled.columns, event.columns_before, strict=False) if on]
+    for buffer, values, info in zip(outs, lists, present, strict=False):
+        assert typed(list(buffer[:])) == typed(values)
+        assert len(buffer) == len(values)
+        if type(buffer) is list:
+            continue
+        arrow_type = info.arrow_type()
+        try:
+            expected = pa.array(values, type=arrow_type)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError):
+            with pytest.raises((pa.ArrowException, ValueError, TypeError, OverflowError)):
+                buffer.to_arrow(arrow_type)
+        else:
+            assert buffer.to_arrow(arrow_type).equals(expected)
+        integers = buffer.integers()
+        if integers is not None:
+            assert integers.equals(pa.array(values, type=pa.int64()))
+        # a transaction taken back: the values from some point on dropped
+        keep = data.draw(st.integers(0, len(values)))
+        del buffer[keep:]
+        assert typed(list(buffer[:])) == typed(values[:keep]) and len(buffer) == keep
+        if not buffer.as_objects:
+            assert buffer.to_arrow(arrow_type).equals(pa.array(values[:keep], type=arrow_type))
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+def test_integers_and_utf8_text_go_into_buffers_other_values_stay_objects() -> None:
+    cols = (ColumnType.LONG, ColumnType.VARCHAR, ColumnType.VARCHAR, ColumnType.VARCHAR, ColumnType.DOUBLE)
+    table_map = TableMap(
+        HEADER,
+        1,
+        0,
+        "db",
+        "t",
+        cols,
+        (0, 100, 100, 100, 8),
+        (True,) * 5,
+        charsets=(None, 45, BINARY_CHARSET, 8, None),
+    )
+    event = RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 5, (True,) * 5, None, b"")
+    buffers = RowDecoder(table_map, event, compiled=True).column_buffers()
+    assert buffers is not None
+    kinds = [b.kind if type(b) is not list else None for b in buffers]
+    from engine.binlog import _rowimage
+
+    assert kinds == [
+        _rowimage.BUFFER_KINDS["integers"],
+        _rowimage.BUFFER_KINDS["text"],  # utf8mb4
+        _rowimage.BUFFER_KINDS["bytes"],  # binary
+        None,  # latin1: decoded to str by Python's codec
+        None,  # DOUBLE
+    ]
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+def test_text_that_is_not_utf8_turns_the_buffer_into_python_values() -> None:
+    from engine.binlog._rowimage import BUFFER_KINDS, ColumnBuffer
+
+    buffer = ColumnBuffer(BUFFER_KINDS["text"])
+    for value in ("a", None, "é€😀"):
+        buffer.append(value)
+    assert not buffer.as_objects
+    buffer.append("x\udcff")  # a byte that was not UTF-8, kept as a lone surrogate
+    assert buffer.as_objects
+    assert buffer[:] == ["a", None, "é€😀", "x\udcff"]
+    import pyarrow as pa
+
+    with pytest.raises((pa.ArrowException, ValueError)):
+        buffer.to_arrow(pa.string())  # refused as pa.array refuses it: the run goes back as read
+
+
+# UTF-8 at its edges: the shortest and longest of each length, overlong forms, surrogates, beyond
+# U+10FFFF, cut short, stray continuation bytes; and ASCII runs around them (read 8 bytes at a time)
+UTF8_EDGES = [
+    b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf",
+    b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf",
+    b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+    b"\xf0\x80\x80\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xf8\x88\x80\x80\x80",
+    b"\xe2\x82", b"\xf0\x9f\x98", b"\xc3", b"\x80", b"\xbf", b"\xff", b"\xfe",
+]  # fmt: skip
+
+
+def _text_column_event(values: list[bytes]) -> tuple[TableMap, RowsEvent]:
+    table_map = TableMap(HEADER, 1, 0, "db", "t", (ColumnType.VARCHAR,), (200,), (True,), charsets=(45,))
+    rows = b"".join(b"\x00" + bytes([len(v)]) + v for v in values)
+    return table_map, RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 1, (True,), None, rows)
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(st.sampled_from(UTF8_EDGES), st.binary(max_size=3), st.just(b"abcdefghij")), max_size=6
+        ).map(b"".join),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_text_buffers_take_exactly_the_bytes_pythons_utf8_decoder_takes(values: list[bytes]) -> None:
+    values = [v[:200] for v in values]
+    table_map, event = _text_column_event(values)
+    decoder = RowDecoder(table_map, event, compiled=True)
+    (buffer,) = decoder.column_buffers()  # type: ignore[misc]
+    decoder.decode_into(event, table_map, [buffer])
+    as_python = [v.decode("utf-8", "surrogateescape") for v in values]
+    assert buffer[:] == as_python
+    all_valid = all(_strict_utf8(v) for v in values)
+    assert buffer.as_objects == (not all_valid)
+
+
+def _strict_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@pytest.mark.parametrize("edge", UTF8_EDGES)
+def test_each_utf8_edge_is_judged_as_python_judges_it(edge: bytes) -> None:
+    for value in (edge, b"abcdefgh" + edge, edge + b"abcdefgh"):
+        table_map, event = _text_column_event([value])
+        decoder = RowDecoder(table_map, event, compiled=True)
+        (buffer,) = decoder.column_buffers()  # type: ignore[misc]
+        decoder.decode_into(event, table_map, [buffer])
+        assert buffer.as_objects == (not _strict_utf8(value)), value
+        assert buffer[:] == [value.decode("utf-8", "surrogateescape")]

@@ -62,7 +62,7 @@ class _Table:
     seq: list[int] = field(default_factory=list)
     op: list[int] = field(default_factory=list)
     must: list[int | None] = field(default_factory=list)
-    values: list[list[Any]] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)  # per column: a list, or a ColumnBuffer
     rows: int = 0
 
 
@@ -242,9 +242,9 @@ class _RunBuilder:
         key = (table_map.schema, table_map.table)
         table = self.tables.get(key)
         if table is None:
-            table = self.tables[key] = _Table(
-                key[0], key[1], decoder.columns, values=[[] for _ in decoder.columns]
-            )
+            # the decoder writes integers and strings straight into Arrow's layout where it can
+            values = decoder.column_buffers() or [[] for _ in decoder.columns]
+            table = self.tables[key] = _Table(key[0], key[1], decoder.columns, values=values)
         kind = decoder.kind
         two = kind is _UPDATE
         n = decoder.decode_data_into(data, table_map, table.values + table.values if two else table.values)
@@ -269,7 +269,11 @@ class _RunBuilder:
             columns = []
             for info, values in zip(table.columns, table.values, strict=True):
                 convert, arrow_type = value_converter(info)
-                columns.append(pa.array(convert(values) if convert else values, type=arrow_type))
+                if convert is None and type(values) is not list:  # a ColumnBuffer (_rowimage.pyx)
+                    columns.append(values.to_arrow(arrow_type))
+                else:
+                    values = values if type(values) is list else values[:]
+                    columns.append(pa.array(convert(values) if convert else values, type=arrow_type))
             ops = operations_table(table.seq, table.op, table.must, columns)
             tables.append(TableOps(table.schema, table.name, table.columns, ops, table.rows))
         return PreparedRun(

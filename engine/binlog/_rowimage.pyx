@@ -6,6 +6,10 @@ per present column. The common column types (integers, FLOAT/DOUBLE, YEAR, DATE,
 TIMESTAMP2, strings and blobs) are read here; every other type, and every value these fast paths
 do not cover exactly (zero dates, out-of-range fractions), is handed to the Python reader of that
 column, so both decoders give the same values. tests/test_rowimage_compiled.py checks that they do.
+
+Where the caller hands a ColumnBuffer instead of a list (the preparing stage, for integer and
+UTF-8 or binary string columns), the values go straight into Arrow's layout: no Python object per
+value, and no conversion of a list afterwards.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -14,8 +18,8 @@ from cpython.float cimport PyFloat_FromDouble
 from cpython.list cimport PyList_Append
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
 from cpython.unicode cimport PyUnicode_Decode
-from libc.stdint cimport int64_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from engine.binlog._bytes cimport be as _be, le as _le
@@ -61,6 +65,292 @@ cdef inline bint _valid_date(long year, long month, long day):
     return day <= _DAYS_IN_MONTH[month]
 
 
+# The kinds of ColumnBuffer
+cdef enum:
+    INTEGERS = 1  # 64-bit integers (every integer column type but BIGINT UNSIGNED, and YEAR)
+    TEXT = 2  # UTF-8 strings
+    BYTES = 3  # binary strings
+
+BUFFER_KINDS = {"integers": INTEGERS, "text": TEXT, "bytes": BYTES}
+
+
+cdef inline bint _valid_utf8(const unsigned char* p, Py_ssize_t n) noexcept:
+    """Whether Python's strict UTF-8 decoder takes the bytes: no overlong forms, no surrogates,
+    nothing above U+10FFFF."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c, lo, hi
+    cdef uint64_t word
+    while i < n:
+        if i + 8 <= n:
+            memcpy(&word, p + i, 8)
+            if not (word & <uint64_t> 0x8080808080808080):
+                i += 8
+                continue
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        lo, hi = 0x80, 0xBF
+        if 0xC2 <= c <= 0xDF:
+            if i + 1 >= n or not (0x80 <= p[i + 1] <= 0xBF):
+                return False
+            i += 2
+        elif 0xE0 <= c <= 0xEF:
+            if c == 0xE0:
+                lo = 0xA0
+            elif c == 0xED:
+                hi = 0x9F
+            if i + 2 >= n or not (lo <= p[i + 1] <= hi) or not (0x80 <= p[i + 2] <= 0xBF):
+                return False
+            i += 3
+        elif 0xF0 <= c <= 0xF4:
+            if c == 0xF0:
+                lo = 0x90
+            elif c == 0xF4:
+                hi = 0x8F
+            if (
+                i + 3 >= n or not (lo <= p[i + 1] <= hi)
+                or not (0x80 <= p[i + 2] <= 0xBF) or not (0x80 <= p[i + 3] <= 0xBF)
+            ):
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+cdef object _utf8(str value):
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: bytes that were not valid UTF-8
+        return None
+
+
+cdef class ColumnBuffer:
+    """A column's values decoded straight into Arrow's layout, without a Python object per value:
+    64-bit integers, or strings (UTF-8 text, or bytes) with their offsets, and which are NULL.
+
+    RowProgram.decode_into fills it where a list would take the values. A text value whose bytes
+    are not valid UTF-8 turns the buffer into a list of Python values, decoded as RowProgram
+    decodes them into lists (undecodable bytes kept as lone surrogates), so that whoever converts
+    the column meets them exactly as before. It behaves as a sequence of the Python values for
+    whoever reads a few of them (len, indexing, `del column[n:]`)."""
+
+    cdef readonly int kind
+    cdef Py_ssize_t length
+    cdef Py_ssize_t capacity
+    cdef Py_ssize_t null_count
+    cdef unsigned char* valid  # one byte per value: 1 present, 0 NULL
+    cdef int64_t* ints  # INTEGERS: the values
+    cdef int64_t* offsets  # TEXT, BYTES: where each value starts in data; offsets[length] its end
+    cdef char* data
+    cdef Py_ssize_t data_capacity
+    cdef list objects  # not None: the column as Python values from then on
+
+    def __cinit__(self, int kind):
+        if kind not in (INTEGERS, TEXT, BYTES):
+            raise ValueError(f"no column buffer of kind {kind}")
+        self.kind = kind
+        self.offsets = <int64_t*> malloc(sizeof(int64_t))
+        if self.offsets == NULL:
+            raise MemoryError()
+        self.offsets[0] = 0
+
+    def __dealloc__(self):
+        free(self.valid)
+        free(self.ints)
+        free(self.offsets)
+        free(self.data)
+
+    cdef int _room(self) except -1:
+        cdef Py_ssize_t size
+        cdef void* grown
+        if self.length < self.capacity:
+            return 0
+        size = max(64, self.capacity * 2)
+        grown = realloc(self.valid, size)
+        if grown == NULL:
+            raise MemoryError()
+        self.valid = <unsigned char*> grown
+        if self.kind == INTEGERS:
+            grown = realloc(self.ints, size * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.ints = <int64_t*> grown
+        else:
+            grown = realloc(self.offsets, (size + 1) * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.offsets = <int64_t*> grown
+        self.capacity = size
+        return 0
+
+    cdef int push_null(self) except -1:
+        if self.objects is not None:
+            self.objects.append(None)
+            return 0
+        self._room()
+        self.valid[self.length] = 0
+        if self.kind == INTEGERS:
+            self.ints[self.length] = 0
+        else:
+            self.offsets[self.length + 1] = self.offsets[self.length]
+        self.length += 1
+        self.null_count += 1
+        return 0
+
+    cdef int push_int(self, int64_t value) except -1:
+        if self.objects is not None:
+            self.objects.append(value)
+            return 0
+        self._room()
+        self.valid[self.length] = 1
+        self.ints[self.length] = value
+        self.length += 1
+        return 0
+
+    cdef int push_bytes(self, const char* p, Py_ssize_t n) except -1:
+        cdef Py_ssize_t used, size
+        cdef void* grown
+        if self.objects is None and self.kind == TEXT and not _valid_utf8(<const unsigned char*> p, n):
+            self.objects = self._values(0, self.length)
+        if self.objects is not None:
+            if self.kind == TEXT:
+                self.objects.append(PyUnicode_Decode(p, n, "utf-8", "surrogateescape"))
+            else:
+                self.objects.append(PyBytes_FromStringAndSize(p, n))
+            return 0
+        self._room()
+        used = self.offsets[self.length]
+        if used + n > self.data_capacity:
+            size = max(4096, self.data_capacity * 2, used + n)
+            grown = realloc(self.data, size)
+            if grown == NULL:
+                raise MemoryError()
+            self.data = <char*> grown
+            self.data_capacity = size
+        memcpy(self.data + used, p, n)
+        self.valid[self.length] = 1
+        self.offsets[self.length + 1] = used + n
+        self.length += 1
+        return 0
+
+    def append(self, value):
+        """One Python value (what a Python column reader gives)."""
+        if value is None:
+            self.push_null()
+        elif self.objects is not None:
+            self.objects.append(value)
+        elif self.kind == INTEGERS and type(value) is int:
+            self.push_int(value)
+        elif self.kind == BYTES and type(value) is bytes:
+            self.push_bytes(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+        else:
+            encoded = _utf8(value) if self.kind == TEXT and type(value) is str else None
+            if encoded is not None:
+                self.push_bytes(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded))
+            else:  # anything else: the column goes on as Python values
+                self.objects = self._values(0, self.length)
+                self.objects.append(value)
+
+    cdef object _value(self, Py_ssize_t i):
+        cdef int64_t start
+        if not self.valid[i]:
+            return None
+        if self.kind == INTEGERS:
+            return self.ints[i]
+        start = self.offsets[i]
+        if self.kind == TEXT:
+            return PyUnicode_Decode(self.data + start, self.offsets[i + 1] - start, "utf-8", "strict")
+        return PyBytes_FromStringAndSize(self.data + start, self.offsets[i + 1] - start)
+
+    cdef list _values(self, Py_ssize_t start, Py_ssize_t stop):
+        cdef Py_ssize_t i
+        return [self._value(i) for i in range(start, stop)]
+
+    def __len__(self):
+        return len(self.objects) if self.objects is not None else self.length
+
+    def __getitem__(self, index):
+        if self.objects is not None:
+            return self.objects[index]
+        if isinstance(index, slice):
+            return [self._value(i) for i in range(*index.indices(self.length))]
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError("column buffer index out of range")
+        return self._value(index)
+
+    def __delitem__(self, index):
+        """Only `del column[n:]`: the values from n on dropped (a transaction taken back)."""
+        cdef Py_ssize_t keep, i
+        if not isinstance(index, slice) or index.stop is not None or index.step is not None:
+            raise TypeError("a column buffer drops its values from an index to its end only")
+        if self.objects is not None:
+            del self.objects[index]
+            return
+        keep = index.indices(self.length)[0]
+        for i in range(keep, self.length):
+            if not self.valid[i]:
+                self.null_count -= 1
+        self.length = keep
+
+    @property
+    def as_objects(self):
+        """Whether the column went on as Python values (text that is not valid UTF-8)."""
+        return self.objects is not None
+
+    def integers(self):
+        """The values as an Arrow int64 array, or None unless this is a column of integers."""
+        if self.kind != INTEGERS or self.objects is not None:
+            return None
+        import pyarrow as pa
+
+        return self.to_arrow(pa.int64())
+
+    def to_arrow(self, arrow_type):
+        """The column as an Arrow array of `arrow_type` (the values converted as pa.array would
+        convert the Python values; ArrowInvalid or ValueError where it would refuse them)."""
+        import pyarrow as pa
+
+        cdef Py_ssize_t i, nbytes = (self.length + 7) // 8
+        cdef bytearray bitmap
+        cdef unsigned char* bits
+        cdef int32_t* small
+        if self.objects is not None:
+            return pa.array(self.objects, type=arrow_type)
+        validity = None
+        if self.null_count:
+            bitmap = bytearray(nbytes)
+            bits = <unsigned char*> (<char*> bitmap)
+            for i in range(self.length):
+                if self.valid[i]:
+                    bits[i >> 3] |= 1 << (i & 7)
+            validity = pa.py_buffer(bitmap)
+        if self.kind == INTEGERS:
+            values = pa.py_buffer(PyBytes_FromStringAndSize(<const char*> self.ints, self.length * sizeof(int64_t)))
+            array = pa.Array.from_buffers(pa.int64(), self.length, [validity, values], self.null_count)
+            return array if arrow_type == pa.int64() else array.cast(arrow_type)
+        used = self.offsets[self.length]
+        data = pa.py_buffer(PyBytes_FromStringAndSize(self.data, used))
+        large = pa.large_string() if self.kind == TEXT else pa.large_binary()
+        if arrow_type == large:
+            offsets = pa.py_buffer(
+                PyBytes_FromStringAndSize(<const char*> self.offsets, (self.length + 1) * sizeof(int64_t))
+            )
+            return pa.Array.from_buffers(large, self.length, [validity, offsets, data], self.null_count)
+        small_type = pa.string() if self.kind == TEXT else pa.binary()
+        if used > 0x7FFFFFFF:
+            raise OverflowError("a column of strings too large for 32-bit offsets")
+        narrow = bytearray((self.length + 1) * sizeof(int32_t))
+        small = <int32_t*> (<char*> narrow)
+        for i in range(self.length + 1):
+            small[i] = <int32_t> self.offsets[i]
+        array = pa.Array.from_buffers(small_type, self.length, [validity, pa.py_buffer(narrow), data], self.null_count)
+        return array if arrow_type == small_type else array.cast(arrow_type)
+
+
 cdef class RowProgram:
     """Decodes every row of a rows event into the caller's lists, one per present column."""
 
@@ -96,6 +386,23 @@ cdef class RowProgram:
         free(self.ops)
         free(self.args)
 
+    def buffer_kinds(self):
+        """For each column of the first image, the ColumnBuffer kind its values can be decoded
+        into (INTEGERS, TEXT, BYTES), or 0 where they must stay Python objects."""
+        cdef int i, op
+        kinds = []
+        for i in range(self.first):
+            op = self.ops[i]
+            if OP_I8 <= op <= OP_I64 and op != OP_U64 or op == OP_YEAR:
+                kinds.append(INTEGERS)
+            elif op == OP_STRING and self.refs[i] is None:
+                kinds.append(BYTES)
+            elif op == OP_STRING and self.refs[i] == b"utf-8":
+                kinds.append(TEXT)
+            else:
+                kinds.append(0)
+        return kinds
+
     def decode_into(self, bytes data, list outs):
         """Every row of the event, appended to the caller's lists: outs[i] takes present column i
         (first image's, then second image's). An UPDATE's two images may share lists, which then
@@ -125,7 +432,8 @@ cdef class RowProgram:
         cdef int nbytes = (count + 7) // 8
         cdef int i, k, op, arg
         cdef const unsigned char* nulls
-        cdef object value
+        cdef object value, out
+        cdef ColumnBuffer column
         cdef uint64_t u
         cdef int64_t s
         cdef float f32
@@ -138,14 +446,22 @@ cdef class RowProgram:
         pos += nbytes
         for k in range(count):
             i = lo + k
+            out = outs[i]
+            column = <ColumnBuffer> out if type(out) is ColumnBuffer else None
             if nulls[k >> 3] & (1 << (k & 7)):
-                PyList_Append(outs[i], None)
+                if column is not None:
+                    column.push_null()
+                else:
+                    PyList_Append(out, None)
                 continue
             op = self.ops[i]
             arg = self.args[i]
             if op == OP_PYTHON:
                 value, pos = self.refs[i](data, pos)
-                PyList_Append(outs[i], value)
+                if column is not None:
+                    column.append(value)
+                else:
+                    PyList_Append(out, value)
                 continue
             if op == OP_STRING:
                 if pos + arg > end:
@@ -154,13 +470,20 @@ cdef class RowProgram:
                 pos += arg
                 if pos + n > end:
                     raise ValueError("row image ends inside a string")
+                if column is not None and column.kind != INTEGERS:
+                    column.push_bytes(<const char*> buf + pos, n)
+                    pos += n
+                    continue
                 ref = self.refs[i]
                 if ref is None:
                     value = PyBytes_FromStringAndSize(<const char*> buf + pos, n)
                 else:
                     value = PyUnicode_Decode(<const char*> buf + pos, n, PyBytes_AS_STRING(ref), "surrogateescape")
                 pos += n
-                PyList_Append(outs[i], value)
+                if column is not None:
+                    column.append(value)
+                else:
+                    PyList_Append(out, value)
                 continue
             if op <= OP_U8 or op == OP_YEAR:
                 n = 1
@@ -178,37 +501,24 @@ cdef class RowProgram:
                 n = 8
             if pos + n > end:
                 raise ValueError("row image ends inside a value")
-            if op == OP_I8:
-                value = PyLong_FromLongLong(<signed char> buf[pos])
-            elif op == OP_U8:
-                value = PyLong_FromLongLong(buf[pos])
-            elif op == OP_I16:
-                value = PyLong_FromLongLong(<short> _le(buf + pos, 2))
-            elif op == OP_U16:
-                value = PyLong_FromLongLong(<long long> _le(buf + pos, 2))
-            elif op == OP_I24:
-                s = <int64_t> _le(buf + pos, 3)
-                if s & 0x800000:
-                    s -= 0x1000000
+            if op <= OP_I64 and op != OP_U64 or op == OP_YEAR:
+                s = _integer(op, buf + pos)
+                pos += n
+                if column is not None and column.kind == INTEGERS:
+                    column.push_int(s)
+                    continue
                 value = PyLong_FromLongLong(s)
-            elif op == OP_U24:
-                value = PyLong_FromLongLong(<long long> _le(buf + pos, 3))
-            elif op == OP_I32:
-                value = PyLong_FromLongLong(<int> _le(buf + pos, 4))
-            elif op == OP_U32:
-                value = PyLong_FromLongLong(<long long> _le(buf + pos, 4))
-            elif op == OP_I64:
-                value = PyLong_FromLongLong(<long long> _le(buf + pos, 8))
             elif op == OP_U64:
                 value = PyLong_FromUnsignedLongLong(_le(buf + pos, 8))
+                pos += n
             elif op == OP_FLOAT:
                 memcpy(&f32, buf + pos, 4)
                 value = PyFloat_FromDouble(<double> f32)
+                pos += n
             elif op == OP_DOUBLE:
                 memcpy(&f64, buf + pos, 8)
                 value = PyFloat_FromDouble(f64)
-            elif op == OP_YEAR:
-                value = PyLong_FromLongLong(1900 + buf[pos] if buf[pos] else 0)
+                pos += n
             elif op == OP_DATE:
                 u = _le(buf + pos, 3)
                 year, month, day = u >> 9, (u >> 5) & 15, u & 31
@@ -216,6 +526,7 @@ cdef class RowProgram:
                     value = date_new(year, month, day)
                 else:
                     value = self.fallbacks[0](year, month, day)
+                pos += n
             elif op == OP_DATETIME2:
                 s = <int64_t> _be(buf + pos, 5) - 0x8000000000
                 micro = _fraction(buf + pos + 5, arg)
@@ -237,6 +548,7 @@ cdef class RowProgram:
                         value = datetime_new(year, month, day, hour, minute, second, micro, None)
                     else:
                         value = self.fallbacks[1](year, month, day, hour, minute, second, micro)
+                pos += n
             else:  # OP_TIMESTAMP2
                 u = _be(buf + pos, 4)
                 micro = _fraction(buf + pos + 4, arg)
@@ -244,9 +556,40 @@ cdef class RowProgram:
                     value = self.fallbacks[2](u, micro)
                 else:
                     value = self.fallbacks[3] + timedelta_new(u // 86400, u % 86400, micro)
-            pos += n
-            PyList_Append(outs[i], value)
+                pos += n
+            if column is not None:
+                column.append(value)
+            else:
+                PyList_Append(out, value)
         return pos
+
+
+cdef inline int64_t _integer(int op, const unsigned char* p) noexcept:
+    """The value of an integer column (every integer opcode but OP_U64, and YEAR)."""
+    cdef int64_t s
+    if op == OP_I8:
+        return <signed char> p[0]
+    if op == OP_U8:
+        return p[0]
+    if op == OP_I16:
+        return <short> _le(p, 2)
+    if op == OP_U16:
+        return <int64_t> _le(p, 2)
+    if op == OP_I24:
+        s = <int64_t> _le(p, 3)
+        if s & 0x800000:
+            s -= 0x1000000
+        return s
+    if op == OP_U24:
+        return <int64_t> _le(p, 3)
+    if op == OP_I32:
+        return <int> _le(p, 4)
+    if op == OP_U32:
+        return <int64_t> _le(p, 4)
+    if op == OP_I64:
+        return <long long> _le(p, 8)
+    # OP_YEAR
+    return 1900 + p[0] if p[0] else 0
 
 
 cdef inline long _fraction(const unsigned char* p, int fsp):

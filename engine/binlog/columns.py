@@ -31,6 +31,8 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
 _compiled = load("_rowimage")  # the C form of RowDecoder; None: generated Python only
 COMPILED_ROW_DECODER = _compiled is not None
+# A column decoded into Arrow's layout (RowDecoder.column_buffers); None without the C form
+ColumnBuffer = _compiled.ColumnBuffer if _compiled is not None else None
 
 
 class InvalidTemporal(str):
@@ -571,6 +573,15 @@ class RowDecoder:
                 two,
                 (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
             )
+
+    def column_buffers(self) -> list[Any] | None:
+        """For each column, a ColumnBuffer (binlog/_rowimage.pyx) its values can be decoded into
+        instead of a list, or a list where they stay Python objects; None without the compiled
+        form (lists only). Every decoder of the same columns gives the same choice."""
+        if self._program is None:
+            return None
+        assert _compiled is not None
+        return [ColumnBuffer(kind) if kind else [] for kind in self._program.buffer_kinds()]
 
     def decode_into(self, event: RowsEvent, table_map: TableMap, outs: list[list[Any]]) -> int:
         """decode(), appending each present column's values to the caller's lists: outs holds one

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..binlog.columns import ColumnBuffer
 from .writeset import MIX_1, MIX_2, int_key_seed
 
 
@@ -38,6 +39,8 @@ def int_key_hashes(
 def _integers(values: Sequence[object]) -> pa.Array | None:
     """The values as an Arrow integer array (NULLs kept), or None when they are anything else:
     Arrow infers the type, so a bool, a float or a string anywhere gives another type or fails."""
+    if ColumnBuffer is not None and type(values) is ColumnBuffer:
+        return values.integers()  # decoded into Arrow's layout: no Python values to convert
     try:
         array = pa.array(values)
     except OverflowError:  # Arrow infers int64: an unsigned BIGINT above it is tried as uint64

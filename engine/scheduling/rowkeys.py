@@ -102,7 +102,8 @@ def key_row_hashes(
     key holds a NULL gives none."""
     db, name, key_name, indexes = key
     if len(indexes) == 1:
-        whole = int_key_hashes(db, name, key_name, columns[indexes[0]][:count])
+        column = columns[indexes[0]]
+        whole = int_key_hashes(db, name, key_name, column if len(column) == count else column[:count])
         if whole is not None:
             return whole
     rows: list[int] = []
