@@ -478,3 +478,29 @@ def test_each_utf8_edge_is_judged_as_python_judges_it(edge: bytes) -> None:
         decoder.decode_into(event, table_map, [buffer])
         assert buffer.as_objects == (not _strict_utf8(value)), value
         assert buffer[:] == [value.decode("utf-8", "surrogateescape")]
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@pytest.mark.parametrize("cut", [b"\xe2\x82", b"\xf0\x9f\x98", b"\xf0\x9f", b"\xc3"])
+def test_a_sequence_cut_short_at_the_end_of_a_value_is_not_completed_by_what_follows(cut: bytes) -> None:
+    # the row's next column holds continuation bytes: the check must stop at the value's end
+    table_map = TableMap(
+        HEADER,
+        1,
+        0,
+        "db",
+        "t",
+        (ColumnType.VARCHAR, ColumnType.SHORT),
+        (200, 0),
+        (True,) * 2,
+        charsets=(45, None),
+    )
+    rows = b"\x00" + bytes([len(cut)]) + cut + b"\x80\xbf"
+    event = RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 2, (True,) * 2, None, rows)
+    decoder = RowDecoder(table_map, event, compiled=True)
+    buffers = decoder.column_buffers()
+    assert buffers is not None
+    decoder.decode_into(event, table_map, buffers)
+    assert buffers[0].as_objects
+    assert buffers[0][:] == [cut.decode("utf-8", "surrogateescape")]
+    assert buffers[1][:] == [-16512]  # 0xbf80 as a signed SMALLINT

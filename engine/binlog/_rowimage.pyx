@@ -78,6 +78,7 @@ cdef inline bint _valid_utf8(const unsigned char* p, Py_ssize_t n) noexcept:
     """Whether Python's strict UTF-8 decoder takes the bytes: no overlong forms, no surrogates,
     nothing above U+10FFFF."""
     cdef Py_ssize_t i = 0
+    cdef int length, j
     cdef unsigned char c, lo, hi
     cdef uint64_t word
     while i < n:
@@ -90,32 +91,31 @@ cdef inline bint _valid_utf8(const unsigned char* p, Py_ssize_t n) noexcept:
         if c < 0x80:
             i += 1
             continue
+        # the sequence's length, and the range of its second byte that keeps it shortest-form,
+        # off the surrogates and at most U+10FFFF; every later byte is a plain continuation
         lo, hi = 0x80, 0xBF
         if 0xC2 <= c <= 0xDF:
-            if i + 1 >= n or not (0x80 <= p[i + 1] <= 0xBF):
-                return False
-            i += 2
+            length = 2
         elif 0xE0 <= c <= 0xEF:
+            length = 3
             if c == 0xE0:
                 lo = 0xA0
             elif c == 0xED:
                 hi = 0x9F
-            if i + 2 >= n or not (lo <= p[i + 1] <= hi) or not (0x80 <= p[i + 2] <= 0xBF):
-                return False
-            i += 3
         elif 0xF0 <= c <= 0xF4:
+            length = 4
             if c == 0xF0:
                 lo = 0x90
             elif c == 0xF4:
                 hi = 0x8F
-            if (
-                i + 3 >= n or not (lo <= p[i + 1] <= hi)
-                or not (0x80 <= p[i + 2] <= 0xBF) or not (0x80 <= p[i + 3] <= 0xBF)
-            ):
-                return False
-            i += 4
         else:
             return False
+        if i + length > n or not (lo <= p[i + 1] <= hi):
+            return False
+        for j in range(2, length):
+            if not (0x80 <= p[i + j] <= 0xBF):
+                return False
+        i += length
     return True
 
 
