@@ -441,7 +441,7 @@ def test_a_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(tmp_p
 
     def shape(builder):  # type: ignore[no-untyped-def]
         tables = {
-            k: (len(t.seq), len(t.op), len(t.must), [len(v) for v in t.values], t.rows)
+            k: (len(t.spans), t.operations, [len(v) for v in t.values], t.rows)
             for k, t in builder.tables.items()
         }
         return tables, builder.seq, builder.rows, len(builder.transactions)

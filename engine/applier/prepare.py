@@ -36,9 +36,6 @@ from .prepared_arrow import decode_segment, encode_segment
 
 _PLAIN = frozenset({Gtid, MariaGtidEvent, Xid})
 _WRITE, _UPDATE = RowsKind.WRITE, RowsKind.UPDATE
-# an UPDATE row's two operations: delete of the old key (which must exist), upsert of the new one
-_DELETE_UPSERT = (0, 1)
-_MUST_THEN_NEW = (1, None)
 # The only statements a run's transactions hold, compared as logged (whole, not by verb): the
 # BEGIN that opens a row-only transaction and the COMMIT that ends one without an XID.
 _RUN_STATEMENTS = frozenset({"BEGIN", "COMMIT"})
@@ -59,11 +56,28 @@ class _Table:
     schema: str
     name: str
     columns: tuple[ColumnInfo, ...]
-    seq: list[int] = field(default_factory=list)
-    op: list[int] = field(default_factory=list)
-    must: list[int | None] = field(default_factory=list)
+    # each rows event's operations, as (seq of its first, its rows, 1 for an UPDATE's two images
+    # a row, else 0, op of its rows): seq, op and must are spelled out once, at build()
+    spans: list[tuple[int, int, int, int]] = field(default_factory=list)
+    operations: int = 0
     values: list[Any] = field(default_factory=list)  # per column: a list, or a ColumnBuffer
     rows: int = 0
+
+    def operations_arrays(self) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+        """seq, op and must of every operation (see rowapply.operations_table): a DELETE's rows
+        0/1 (delete, the row must exist), a WRITE's 1/0, an UPDATE's rows 0/1 then 1/null."""
+        spans = np.array(self.spans, dtype=np.int64).reshape(-1, 4)
+        firsts, counts, updates, ops = spans[:, 0], spans[:, 1], spans[:, 2], spans[:, 3]
+        per_span = counts << updates  # an UPDATE's rows are two operations each
+        starts = np.cumsum(per_span) - per_span  # each span's first operation
+        index = np.arange(self.operations)
+        local = index - np.repeat(starts, per_span)  # the operation's place in its span
+        seq = np.repeat(firsts, per_span) + local
+        update = np.repeat(updates, per_span).astype(bool)
+        after = update & (local % 2 == 1)  # an UPDATE's after image: an upsert, either way
+        op = np.where(update, local % 2, np.repeat(ops, per_span)).astype(np.int8)
+        must = pa.array(1 - op, type=pa.int8(), mask=after)
+        return seq, op, must
 
 
 class _RunBuilder:
@@ -192,28 +206,32 @@ class _RunBuilder:
         maria_gtid: MariaGtid | None,
     ) -> bool | None:
         tables = self.tables
+        # where each table this transaction changes stands, to take the transaction back (None:
+        # new to the run with it)
+        marks: dict[tuple[str, str], tuple[int, int, int] | None] = {}
         for _data, table_map, decoder in decoded:
-            table = tables.get((table_map.schema, table_map.table))
-            if (
-                table is not None
-                and table.columns is not decoder.columns
-                and table.columns != decoder.columns
-            ):
+            key = (table_map.schema, table_map.table)
+            table = tables.get(key)
+            if table is None:
+                marks[key] = None
+            elif table.columns is not decoder.columns and table.columns != decoder.columns:
                 return False
-        marks = {key: (len(t.seq), t.rows) for key, t in tables.items()}  # to take the transaction back
+            elif key not in marks:
+                marks[key] = (len(table.spans), table.operations, table.rows)
         seq, rows = self.seq, self.rows
         try:
             for data, table_map, decoder in decoded:
                 self._queue(data, table_map, decoder)
         except ValueError:
-            for key in list(tables):
-                if key not in marks:
-                    del tables[key]  # new to the run with this transaction
+            for key, mark in marks.items():
+                if mark is None:
+                    tables.pop(key, None)
                     continue
                 table = tables[key]
-                length, table.rows = marks[key]
-                for column in (table.seq, table.op, table.must, *table.values):
-                    del column[length:]
+                spans, table.operations, table.rows = mark
+                del table.spans[spans:]
+                for column in table.values:
+                    del column[table.operations :]
             self.seq, self.rows = seq, rows
             return None  # the coordinator's own decoding reports it
         self.transactions.append(transaction)
@@ -248,24 +266,19 @@ class _RunBuilder:
         kind = decoder.kind
         two = kind is _UPDATE
         n = decoder.decode_data_into(data, table_map, table.values + table.values if two else table.values)
-        first = self.seq
-        if two:
-            table.seq.extend(range(first, first + 2 * n))
-            table.op.extend(_DELETE_UPSERT * n)
-            table.must.extend(_MUST_THEN_NEW * n)
-            self.seq = first + 2 * n
-        else:
-            table.seq.extend(range(first, first + n))
-            write = kind is _WRITE
-            table.op.extend((1 if write else 0,) * n)
-            table.must.extend((0 if write else 1,) * n)
-            self.seq = first + n
+        operations = 2 * n if two else n
+        table.spans.append((self.seq, n, two, 1 if kind is _WRITE else 0))
+        table.operations += operations
+        self.seq += operations
         table.rows += n
         self.rows += n
 
     def build(self) -> PreparedRun:
         tables = []
+        seqs = []
         for table in self.tables.values():
+            seq, op, must = table.operations_arrays()
+            seqs.append(seq)
             columns = []
             for info, values in zip(table.columns, table.values, strict=True):
                 convert, arrow_type = value_converter(info)
@@ -274,7 +287,7 @@ class _RunBuilder:
                 else:
                     values = values if type(values) is list else values[:]
                     columns.append(pa.array(convert(values) if convert else values, type=arrow_type))
-            ops = operations_table(table.seq, table.op, table.must, columns)
+            ops = operations_table(seq, op, must, columns)
             tables.append(TableOps(table.schema, table.name, table.columns, ops, table.rows))
         return PreparedRun(
             self.transactions,
@@ -283,11 +296,11 @@ class _RunBuilder:
             self.seq,
             self.gtids,
             self.op_starts,
-            self._writesets() if self.keys is not None else None,
+            self._writesets(seqs) if self.keys is not None else None,
             self.keys.version if self.keys is not None else None,
         )
 
-    def _writesets(self) -> list[tuple[int, ...] | None]:
+    def _writesets(self, seqs: list[np.ndarray]) -> list[tuple[int, ...] | None]:
         """Each transaction's writeset: the hashes of every key of its row images, None when it
         changed a table without a key (or nothing). Hashed a table's key at a time over the whole
         run, not a rows event at a time: a key of integers is then one numpy pass (an OLTP
@@ -299,17 +312,17 @@ class _RunBuilder:
         unusable = np.zeros(count, dtype=bool)
         owners_of_hashes = []
         hashes = []
-        for table in self.tables.values():
-            if not table.seq:
+        for table, seq in zip(self.tables.values(), seqs, strict=True):  # seq of each operation
+            if not table.operations:
                 continue
             # the transaction of each row image: the last whose first operation is not after it
-            owners = np.searchsorted(starts, np.asarray(table.seq, dtype=np.int64), side="right") - 1
+            owners = np.searchsorted(starts, seq, side="right") - 1
             table_keys = keys.of(table.schema, table.name)
             if table_keys is None:
                 unusable[owners] = True
                 continue
             for key in table_keys:
-                rows, key_hashes = key_row_hashes(key, table.values, len(table.seq))
+                rows, key_hashes = key_row_hashes(key, table.values, table.operations)
                 owners_of_hashes.append(owners if rows is None else owners[rows])
                 hashes.append(key_hashes)
         if not hashes:

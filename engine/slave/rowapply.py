@@ -24,7 +24,7 @@ exist.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,13 +258,14 @@ class _TablePending:
 
 
 def operations_table(
-    seq: list[int], op: list[int], must: list[int | None], values: list[pa.Array]
+    seq: Sequence[int], op: Sequence[int], must: Sequence[int | None] | pa.Array, values: list[pa.Array]
 ) -> pa.Table:
     """A table's row operations as apply_ops takes them: seq (their order in the relay log), op (0
     delete, 1 upsert), must (1: the row must exist, 0: it must not, null: either: an UPDATE's new
     image) and c0…cN, the columns' values. The one builder of that layout, for the rows the
     applier decodes itself and for those the preparing stage prepares."""
-    arrays = [pa.array(seq, type=pa.int64()), pa.array(op, type=pa.int8()), pa.array(must, type=pa.int8())]
+    must_array = must if isinstance(must, pa.Array) else pa.array(must, type=pa.int8())
+    arrays = [pa.array(seq, type=pa.int64()), pa.array(op, type=pa.int8()), must_array]
     names = ["seq", "op", "must", *(f"c{i}" for i in range(len(values)))]
     return pa.Table.from_arrays([*arrays, *values], names=names)
 
