@@ -66,6 +66,7 @@ def test_every_bundled_log_reads_the_same_in_both_forms(path: Path) -> None:
 
 
 SAMPLE = MULTISOURCE / "relay" / "relay-bin-m2.000002"
+SAMPLE_STARTS = [logged.pos for logged in read(SAMPLE, False)[0]]  # type: ignore[union-attr]
 
 
 @compiled_only
@@ -90,6 +91,11 @@ def test_damaged_logs_fail_the_same_way_in_both_forms(
     path.write_bytes(bytes(data))
     compiled = read(path, True, partial_tail_ok=partial_tail_ok)
     assert compiled == read(path, False, partial_tail_ok=partial_tail_ok)
+    # from a later event, or from the file's end (a walk for the format only): the headers
+    # walked over before it, damaged or not, stop or pass both forms alike
+    for start in (SAMPLE_STARTS[len(SAMPLE_STARTS) // 3], SAMPLE_STARTS[-1], len(data)):
+        compiled = read(path, True, start=start, partial_tail_ok=partial_tail_ok)
+        assert compiled == read(path, False, start=start, partial_tail_ok=partial_tail_ok)
 
 
 def read_in_two(path: Path, compiled: bool) -> object:
@@ -119,3 +125,20 @@ def test_a_resumed_read_is_the_same_in_both_forms() -> None:
             assert stopped_at == first[-1].end_pos == second[0].pos
             split += 1
     assert split >= 3  # files with events on both sides of the cut
+
+
+@compiled_only
+@pytest.mark.parametrize("size", [0, 1, 18, 2**32 - 1])
+@pytest.mark.parametrize("nth", [1, 5])
+def test_a_header_that_does_not_frame_stops_the_walk_to_a_later_start_alike(
+    tmp_path: Path, size: int, nth: int
+) -> None:
+    data = bytearray(SAMPLE.read_bytes())
+    at = SAMPLE_STARTS[nth]
+    data[at + 9 : at + 13] = size.to_bytes(4, "little")  # the event length of a header walked over
+    path = tmp_path / SAMPLE.name
+    path.write_bytes(bytes(data))
+    for start in (SAMPLE_STARTS[-1], len(data)):
+        compiled = read(path, True, start=start)
+        assert compiled == read(path, False, start=start)
+        assert compiled[1] is not None  # the walk stopped at the damaged header with an error

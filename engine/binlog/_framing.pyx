@@ -11,6 +11,7 @@ tests/test_framing_compiled.py checks that both forms give the same events and e
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint32_t
+from libc.stdlib cimport free, realloc
 
 from engine.binlog._bytes cimport le
 from engine.binlog._zlib cimport crc32
@@ -33,6 +34,33 @@ cdef struct Frame:
     uint32_t size
     uint32_t log_pos
     int flags
+
+
+cdef inline Py_ssize_t _size_at(const unsigned char* p) noexcept nogil:
+    """The event length in the common header at p."""
+    return <Py_ssize_t> (p[9] | (p[10] << 8) | (p[11] << 16) | (<uint32_t> p[12] << 24))
+
+
+cdef Py_ssize_t _walk_over(object data, Py_ssize_t pos, Py_ssize_t start, Py_ssize_t end) except -1:
+    """Where a walk over the headers before `start` must look closer: the first event from pos
+    on that is a format description or a rotation, that does not frame, or that starts at or
+    after `start` (or `end`). The interpreter lock is released meanwhile: the coordinator walks
+    whole relay files this way while the workers apply."""
+    cdef Py_buffer view
+    cdef const unsigned char* p
+    cdef Py_ssize_t size
+    cdef int code
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    p = <const unsigned char*> view.buf
+    with nogil:
+        while pos < start and end - pos >= HEADER_LEN:
+            size = _size_at(p + pos)
+            code = p[pos + 4]
+            if size < HEADER_LEN or pos + size > end or code == FDE or code == ROTATE:
+                break
+            pos += size
+    PyBuffer_Release(&view)
+    return pos
 
 
 cdef int _header(object data, Py_ssize_t pos, Frame* frame) except -1:
@@ -83,6 +111,10 @@ def events(binlog, state, Py_ssize_t start, Py_ssize_t end, bint partial_tail_ok
         state.read_file, state.read_file_server_id = path, None
     context = state.context
     while pos < end:
+        if pos < start:
+            pos = _walk_over(data, pos, start, end)
+            if pos >= end:
+                break
         state.read_pos = pos
         if end - pos < HEADER_LEN:
             if partial_tail_ok:
@@ -179,20 +211,35 @@ def transaction_starts(data, Py_ssize_t start, Py_ssize_t end, object codes):
         wanted[code] = 0
     for code in codes:
         wanted[code] = 1
-    out = []
+    cdef Py_ssize_t* found = NULL
+    cdef Py_ssize_t count = 0, room = 0, i
+    cdef void* grown
+    cdef bint failed = False
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         p = <const unsigned char*> view.buf
-        while pos + HEADER_LEN <= end:
-            size = <Py_ssize_t> le(p + pos + 9, 4)
-            if size < HEADER_LEN or pos + size > end:
-                break
-            if wanted[p[pos + 4]]:
-                out.append(pos)
-            pos += size
+        with nogil:  # the coordinator plans segments this way while the workers apply
+            while pos + HEADER_LEN <= end:
+                size = _size_at(p + pos)
+                if size < HEADER_LEN or pos + size > end:
+                    break
+                if wanted[p[pos + 4]]:
+                    if count == room:
+                        room = 1024 if room == 0 else room * 2
+                        grown = realloc(found, room * sizeof(Py_ssize_t))
+                        if grown == NULL:
+                            failed = True
+                            break
+                        found = <Py_ssize_t*> grown
+                    found[count] = pos
+                    count += 1
+                pos += size
+        if failed:
+            raise MemoryError()
+        return [found[i] for i in range(count)]
     finally:
+        free(found)
         PyBuffer_Release(&view)
-    return out
 
 
 def source_positions_follow(
