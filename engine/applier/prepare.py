@@ -282,11 +282,10 @@ class _RunBuilder:
             columns = []
             for info, values in zip(table.columns, table.values, strict=True):
                 convert, arrow_type = value_converter(info)
-                if convert is None and type(values) is not list:  # a ColumnBuffer (_rowimage.pyx)
-                    columns.append(values.to_arrow(arrow_type))
-                else:
-                    values = values if type(values) is list else values[:]
+                if type(values) is list:
                     columns.append(pa.array(convert(values) if convert else values, type=arrow_type))
+                else:  # a ColumnBuffer (_rowimage.pyx): integers and strings, which need no conversion
+                    columns.append(values.to_arrow(arrow_type))
             ops = operations_table(seq, op, must, columns)
             tables.append(TableOps(table.schema, table.name, table.columns, ops, table.rows))
         return PreparedRun(
