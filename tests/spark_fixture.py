@@ -52,7 +52,11 @@ class _RecordingApplier(ParallelApplier):
     """The real multi-threaded applier, noting the dependency its coordinator gives each job. Its
     coordinator reads the relay log itself and hashes every writeset with the keys of the moment
     (the reference analyze is compared with; the preparing stage hashes ahead of the DDL it has
-    not yet seen applied, and what it hashed with stale keys only depends on its predecessor)."""
+    not yet seen applied, and what it hashed with stale keys only depends on its predecessor).
+    What follows a DDL is scheduled once the DDL has committed, as the seeds schedule it: not
+    chained after it on its worker, which only serializes it further (parallel_schedule.py)."""
+
+    chain_after_definitions = 0
 
     def _reader(self, continuity):  # type: ignore[no-untyped-def]
         return _read_chunks(self.logs, None, 4, continuity=continuity)

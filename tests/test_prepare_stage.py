@@ -182,9 +182,13 @@ def test_a_process_pool_shows_what_each_process_prepares():
 
 class _RecordingApplier(ParallelApplier):
     """The parallel applier, noting each job's dependency; `read_here` makes the coordinator read
-    the relay log itself instead of taking it from the preparing stage."""
+    the relay log itself instead of taking it from the preparing stage. What follows a DDL is
+    scheduled once the DDL has committed, against the catalog it leaves: chained after it on its
+    worker (parallel_schedule.py), a prepared run is checked against the catalog from before the
+    DDL, and on a log whose every table is altered it would be read again, not scheduled."""
 
     read_here = False
+    chain_after_definitions = 0
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -321,7 +325,10 @@ def test_a_killed_replay_leaves_no_preparing_process_behind(tmp_path):
 
 
 class _NothingSetBased(ParallelApplier):
-    """As if the slave held no table set-based: every prepared run is read again."""
+    """As if the slave held no table set-based: every prepared run is read again (the
+    coordinator's check; a run chained after DDL is checked by its worker instead)."""
+
+    chain_after_definitions = 0
 
     def _takes_set_based(self, run: PreparedRun) -> bool:
         return False

@@ -4,10 +4,7 @@ test_replay_resume.py and test_parallel_recovery.py)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import time
 
 import pytest
 
@@ -16,7 +13,7 @@ from engine.applier.vocabulary import FIRST_BATCH_TRANSACTIONS, ParallelOptions,
 from engine.replay import Replay
 from engine.transactions import Transaction
 
-from .conftest import replay_argv
+from .conftest import kill_once_wal_grew, replay_argv
 from .test_parallel_oracle import commit_record_counts
 from .test_replay_oracle import CHANNELS, M1_SCHEMAS, assert_tables_equal, expected_tables
 
@@ -43,29 +40,13 @@ def test_a_restart_commits_a_small_batch_first_then_larger_ones(parallel, tmp_pa
     outcomes = Replay(slave, repo, [M1], parallel=parallel, on_commit=batches.append).run()
     assert outcomes[0].error is None, outcomes[0].error
     assert sum(len(b) for b in batches) == 2145 - 400
-    row_batches = [b for b in batches if not any(_structural(t) for t in b)]
-    before_ddl = next(i for i, b in enumerate(batches) if any(_structural(t) for t in b))
+    applied = [t for b in batches for t in b]
+    before_ddl = next(i for i, t in enumerate(applied) if _structural(t))
     # the stretch before the first DDL would have been one commit without the small first batch
-    assert sum(len(b) for b in batches[:before_ddl]) > FIRST_BATCH_TRANSACTIONS
-    assert len(row_batches[0]) <= FIRST_BATCH_TRANSACTIONS
-    assert max(len(b) for b in row_batches) > FIRST_BATCH_TRANSACTIONS  # and then they grow
+    assert before_ddl > FIRST_BATCH_TRANSACTIONS
+    assert len(batches[0]) <= FIRST_BATCH_TRANSACTIONS
+    assert max(len(b) for b in batches) > FIRST_BATCH_TRANSACTIONS  # and then they grow
     assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), schemas=M1_SCHEMAS)
-
-
-def _kill_when_committed(command: list[str], wal: str, wal_bytes: int) -> None:
-    """Run the command and SIGKILL it once the slave's write-ahead log holds `wal_bytes` (each
-    commit appends to it): the kill lands mid-run whatever the machine's speed."""
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and time.monotonic() < deadline:
-        if os.path.exists(wal) and os.stat(wal).st_size >= wal_bytes:
-            os.kill(proc.pid, signal.SIGKILL)
-            break
-        time.sleep(0.002)
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "the replay ended before the kill: " + (
-        proc.stderr.read().decode() if proc.stderr else ""
-    )
 
 
 @pytest.mark.parametrize(
@@ -80,9 +61,9 @@ def test_sigkill_then_restart_gives_the_exact_tables(options, tmp_path):
     slave, repo = tmp_path / "slave.duckdb", tmp_path / "repo.sqlite"
     channels = [f"{c.name}={c.index_file}" for c in CHANNELS]
     command = replay_argv(slave, repo, channels[0], "--channel", channels[1], *options)
-    # the capture's whole replay leaves about 1.8 MB of write-ahead log: killed twice on the way
-    for wal_bytes in (600_000, 1_200_000):
-        _kill_when_committed(command, f"{slave}.wal", wal_bytes)
+    # the capture's whole replay writes about 1.8 MB of write-ahead log: killed twice on the way
+    for _ in range(2):
+        kill_once_wal_grew(command, f"{slave}.wal", 100_000)
         records, ordinals, positions = commit_record_counts(slave)
         assert records == ordinals == positions < CAPTURE_TRANSACTIONS
     final = subprocess.run(command, capture_output=True, text=True, timeout=600)

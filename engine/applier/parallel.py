@@ -7,7 +7,10 @@ transaction must have committed before this one may start. The dependency comes 
 scheduler: the source's logical clock, the writeset the coordinator computes from the row images,
 or, for DATABASE, the partition the transaction's databases are held in (the coordinator waits
 instead). Transactions that change definitions run alone: after everything before them, and
-nothing is scheduled until they commit.
+nothing after them runs beside them. What follows a DDL closely (the next DDL, a few dozen
+transactions) goes to the DDL's worker in stream order, which applies what it holds in one DuckDB
+transaction; then the coordinator waits for that chain to commit (parallel_schedule.py). A
+commit per DDL cost more than the DDL on DDL-heavy logs.
 
 Workers take runs of ready transactions from their queue and apply them as one DuckDB transaction
 (set-based, like the single applier), each with its commit record. With
@@ -60,7 +63,7 @@ from ..slave.translators import load_translators
 from ..transactions import Transaction
 from . import processes
 from .controls import StartControls
-from .executor import TransactionExecutor, is_structural
+from .executor import TransactionExecutor
 from .parallel_jobs import ChannelAborted, Job, WorkerQueue
 from .parallel_schedule import Scheduling
 from .parallel_workers import Workers
@@ -146,6 +149,8 @@ class ParallelApplier(Scheduling, Workers):
         self._keys_of_version: dict[int, WritesetKeys] = {}
         # segments ahead since the keys last changed; a new slave (no tables) starts at one
         self._ahead_after_ddl = 0 if not len(slave.catalog) else 1 << 30
+        self._definitions_pending = 0  # the last ordinal of a chain after DDL (parallel_schedule.py)
+        self._after_definitions = 0  # transactions chained after the chain's last DDL
         self._failure: tuple[int, Job, ChannelError] | None = None
         self._aborting = False  # KILL, or STOP past its timeout: workers drop what they hold
         self._clock = LogicalClock()
@@ -296,12 +301,6 @@ class ParallelApplier(Scheduling, Workers):
                     if self.until is not None and self.until.reached_after(item, self._scheduled):
                         self.stats.stopped_by = "UNTIL condition"
                         return None
-                    if self._keys is not None and is_structural(item):
-                        keys = writeset_keys(self.slave.catalog, self._keys.version + 1)
-                        if keys != self._keys:
-                            # segments prepared before now hashed with the keys as they were
-                            self._keys = self._keys_of_version[keys.version] = keys
-                            self._ahead_after_ddl = 0
                 elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                     self._drain()
                     return incident_error(self.channel, item)

@@ -96,6 +96,8 @@ class ChannelWork:
     _clock: LogicalClock
     _history: WritesetHistory
     _partitions: DatabasePartitions
+    _definitions_pending: int  # the last ordinal of a chain after DDL, until it commits (0: none)
+    _after_definitions: int  # transactions chained after the chain's last DDL
     _last_on_database: dict[str, int]
     _run_worker: int
     _run_left: int

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection
 
 import numpy as np
 
-from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset
+from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset, writeset_keys
 from ..transactions import Transaction, TransactionRecord
 from .executor import is_structural
 from .parallel_jobs import ChannelAborted, ChannelWork, Job
@@ -36,25 +36,43 @@ READ_QUEUE_LENGTH = 2048
 WORKER_QUEUE_LENGTH = 8192
 # Transactions of a prepared run claimed and enqueued together under DATABASE
 PARTITION_PIECE = 256
+# Transactions after a DDL that follow it to its worker, in stream order, before the coordinator
+# waits for its commit (_settle_definitions): the short stretches between a DDL-heavy log's DDL.
+CHAIN_AFTER_DEFINITIONS = 64
 
 
 class Scheduling(ChannelWork):
     """The coordinator's side of ParallelApplier: scheduling onto the workers' queues."""
 
+    # transactions after a DDL that follow it to its worker (_settle_definitions); 0: only DDL
+    chain_after_definitions = CHAIN_AFTER_DEFINITIONS
+
     def _schedule_run(self, run: PreparedRun) -> None:
         """Schedule every transaction of a prepared run (those applied before are skipped). A run
         on a table the slave does not take set-based is read again and goes the ordinary way."""
-        if not self._takes_set_based(run):
-            self.stats.runs_read_again += 1
-            for item in self._read_run(run):
-                if item.gtid and self._scheduled.contains(item.gtid):
+        applied_before = run.gtids.any_in(self._scheduled)
+        start = 0
+        if self._definitions_pending:
+            # Right after DDL: the first transactions follow it to its worker, as read ones do
+            # (_schedule), unchecked: the catalog here is the one before the DDL is applied. The
+            # worker checks the run's tables once it has applied the DDL (_apply_prepared), and
+            # reads again what it cannot take set-based.
+            start = min(len(run.transactions), self.chain_after_definitions - self._after_definitions)
+            for index in range(start):
+                txn = run.transactions[index]
+                if txn.gtid and self._scheduled.contains(txn.gtid):
                     self.stats.skipped += 1
-                    self._clock.skipped(item, self._gaq.next_ordinal - 1)
-                else:
-                    self._schedule(item)
+                    self._clock.skipped(txn, self._gaq.next_ordinal - 1)  # type: ignore[arg-type]
+                    continue
+                self._schedule(txn, prepared=(run, index))
+            if start == len(run.transactions):
+                self.stats.prepared_runs += 1
+                return
+        self._settle_definitions()
+        if not self._takes_set_based(run):
+            self._schedule_read_again(run, start)
             return
         self.stats.prepared_runs += 1
-        applied_before = run.gtids.any_in(self._scheduled)
         keys = self._keys
         writesets = run.writesets if keys is not None else None
         stale = self._hashed_with_other_keys(run, keys) if writesets is not None else ()
@@ -64,11 +82,12 @@ class Scheduling(ChannelWork):
             and max(t.size for t in run.transactions) <= self.options.pending_jobs_size_max // 4
         ):
             if self.options.parallel_type == "database":
-                self._schedule_in_partitions(run)
+                self._schedule_in_partitions(run, start)
             else:
-                self._schedule_in_pieces(run, writesets, stale)
+                self._schedule_in_pieces(run, writesets, stale, start)
             return
-        for index, txn in enumerate(run.transactions):
+        for index in range(start, len(run.transactions)):
+            txn = run.transactions[index]
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # a run holds thousands: STOP waits for what was assigned, not for the run
             if applied_before and txn.gtid and self._scheduled.contains(txn.gtid):
@@ -78,8 +97,23 @@ class Scheduling(ChannelWork):
             hashes = writesets[index] if writesets is not None and index not in stale else None
             self._schedule(txn, prepared=(run, index), hashes=hashes)
 
+    def _schedule_read_again(self, run: PreparedRun, start: int) -> None:
+        """The run's transactions from `start` on, read again from the relay log and scheduled as
+        read (those applied before skipped)."""
+        self.stats.runs_read_again += 1
+        for item in self._read_run(run)[start:]:
+            if item.gtid and self._scheduled.contains(item.gtid):
+                self.stats.skipped += 1
+                self._clock.skipped(item, self._gaq.next_ordinal - 1)
+            else:
+                self._schedule(item)
+
     def _schedule_in_pieces(
-        self, run: PreparedRun, writesets: list[tuple[int, ...] | None] | None, stale: Collection[int]
+        self,
+        run: PreparedRun,
+        writesets: list[tuple[int, ...] | None] | None,
+        stale: Collection[int],
+        start: int = 0,
     ) -> None:
         """A prepared run under LOGICAL_CLOCK or WRITESET, scheduled a piece at a time: the
         dependencies of each transaction as _schedule gives them, and the consecutive ones that go
@@ -90,7 +124,7 @@ class Scheduling(ChannelWork):
         transactions = run.transactions
         limit = self.options.pending_jobs_size_max
         logical_clock = self.options.parallel_type == "logical_clock"
-        index = 0
+        index = start
         while index < len(transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # STOP waits for what was assigned, not for the rest of the run
@@ -131,7 +165,7 @@ class Scheduling(ChannelWork):
                 self._run_left -= count
             index += count
 
-    def _schedule_in_partitions(self, run: PreparedRun) -> None:
+    def _schedule_in_partitions(self, run: PreparedRun, start: int = 0) -> None:
         """A prepared run under DATABASE, a piece at a time: each transaction claims its partitions
         as _claim_partitions claims them, and the piece's transactions are enqueued together, in
         ordinal order, under one lock and one wake-up. A claim that would have to wait (a database
@@ -141,7 +175,7 @@ class Scheduling(ChannelWork):
         limit = self.options.pending_jobs_size_max
         preserve = self.options.preserve_commit_order
         workers = self._workers
-        index = 0
+        index = start
         while index < len(transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # STOP waits for what was assigned, not for the rest of the run
@@ -238,12 +272,33 @@ class Scheduling(ChannelWork):
         """prepared: the run and index of a prepared transaction, `hashes` its writeset."""
         # Definitions change, or bigger than replica_pending_jobs_size_max: nothing else runs with it.
         oversized = txn.size > self.options.pending_jobs_size_max
-        alone = oversized or (prepared is None and is_structural(txn))  # type: ignore[arg-type]
+        structural = prepared is None and not oversized and is_structural(txn)  # type: ignore[arg-type]
+        alone = oversized or structural
+        chained = (
+            self._definitions_pending != 0
+            and not oversized
+            and (structural or self._after_definitions < self.chain_after_definitions)
+        )
+        if not chained:
+            self._settle_definitions()
         decoded: Decoded | None = None
         kind = self.options.parallel_type
         with self._lock:
             ordinal = self._gaq.next_ordinal
-        if kind == "writeset" and self.options.schedule is not None and ordinal <= len(self.options.schedule):
+        if chained and kind == "writeset":
+            # its writeset would need the keys the DDL ahead of it leaves: none, a new window
+            after = self._history.dependency(ordinal, None, commit_parent=ordinal - 1)
+        elif chained and kind == "database":
+            # no partition claimed: its worker is the DDL's, which applies it in stream order
+            databases = txn.databases or ()
+            after = 0
+            if self.options.preserve_commit_order:
+                after = max((self._last_on_database.get(db, 0) for db in databases), default=0)
+            for db in databases:
+                self._last_on_database[db] = ordinal
+        elif (
+            kind == "writeset" and self.options.schedule is not None and ordinal <= len(self.options.schedule)
+        ):
             after = min(self.options.schedule[ordinal - 1], ordinal - 1)
         elif kind == "writeset":
             if prepared is None and not alone:
@@ -258,7 +313,9 @@ class Scheduling(ChannelWork):
         job = Job(ordinal, txn, after, alone, decoded, skip=skip)
         if prepared is not None:
             job.run, job.index = prepared
-        if kind == "database" and not alone:
+        if chained:
+            worker = 0
+        elif kind == "database" and not alone:
             worker = self._claim_partitions(job)
         elif alone:
             self._wait(lambda: self._gaq.uncommitted() == 0, "total_size" if oversized else "sequential")
@@ -268,10 +325,44 @@ class Scheduling(ChannelWork):
         self._enqueue(job, worker)
         if txn.gtid:
             self._scheduled.add(txn.gtid)
-        if job.alone:
+        if structural:
+            # What follows goes the same way, until _settle_definitions: the worker applies the
+            # DDL and what it finds queued after it in one DuckDB transaction.
+            self._definitions_pending = ordinal
+            self._after_definitions = 0
+        elif chained:
+            self._definitions_pending = ordinal
+            self._after_definitions += 1
+        elif job.alone:
             # Nothing runs beside it, and what comes next is scheduled against the catalog and
             # the partitions as they are after it.
             self._wait(lambda: self._gaq.is_committed(ordinal), "sequential")
+
+    def _settle_definitions(self) -> None:
+        """Wait until the DDL scheduled last, and what was chained after it, has committed.
+
+        A DDL runs alone, as MySQL runs it: after everything before it, and nothing after it
+        runs beside it. What follows it is normally scheduled once it has committed, against
+        the catalog as it leaves it (WRITESET's keys, the tables a prepared run needs). Waiting
+        for each DDL's commit that way cost more than the DDL on a DDL-heavy log (a DuckDB
+        commit per DDL, with its WAL's fdatasync): so a DDL, the DDL after it and up to
+        chain_after_definitions transactions after the last of them go to the DDL's worker in
+        stream order, one after the other (a chain), and the worker applies what it finds
+        queued as one DuckDB transaction. What comes next waits here for the chain's end, so
+        every ordinal a later dependency can name has committed by then: a chained transaction
+        is scheduled after its predecessor and without its writeset (a new window, as MySQL
+        does for one without), whatever its scheduler would have said."""
+        pending = self._definitions_pending
+        if not pending:
+            return
+        self._wait(lambda: self._gaq.is_committed(pending), "sequential")
+        self._definitions_pending = 0
+        if self._keys is not None:
+            keys = writeset_keys(self.slave.catalog, self._keys.version + 1)
+            if keys != self._keys:
+                # segments prepared before now hashed with the keys as they were
+                self._keys = self._keys_of_version[keys.version] = keys
+                self._ahead_after_ddl = 0
 
     def _claim_partitions(self, job: Job) -> int:
         databases = job.txn.databases
@@ -387,3 +478,4 @@ class Scheduling(ChannelWork):
 
     def _drain(self) -> None:
         self._wait(lambda: self._gaq.uncommitted() == 0, "sequential")
+        self._settle_definitions()  # committed with the rest: what follows is scheduled as usual

@@ -148,7 +148,8 @@ class Workers(ChannelWork):
             members = {head.ordinal}
             covered = self._ready_through(self._gaq.lwm, members)
             rows = head.txn.row_events
-            if not head.alone:
+            limit = options.pending_jobs_size_max
+            if head.txn.size <= limit:
                 while len(batch) < cap and rows < self.limits.row_changes:
                     # the next ordinal first, wherever it is queued: one commit for a chain of
                     # dependent transactions that the scheduler spread over several workers
@@ -158,7 +159,11 @@ class Workers(ChannelWork):
                     if not source:
                         break
                     job = source[0]
-                    if job.alone or job.after > covered:
+                    # A DDL comes along only where everything before it is committed or in the
+                    # batch (its dependency) and what follows it waits for it: the coordinator
+                    # queues one so (_settle_definitions). Never a transaction too large to run
+                    # beside others.
+                    if job.after > covered or job.txn.size > limit:
                         break
                     if options.preserve_commit_order and job.ordinal != batch[-1].ordinal + 1:
                         break
@@ -266,7 +271,7 @@ class Workers(ChannelWork):
     def _apply_and_commit(
         self, worker: WorkerQueue, session: Slave, executor: TransactionExecutor, batch: list[Job]
     ) -> None:
-        session.begin(changes_definitions=batch[0].alone)
+        session.begin(changes_definitions=any(job.alone for job in batch))
         prepared: list[list[object]] = []  # [run, first index, end index] of consecutive prepared jobs
         for job in batch:
             if job.skip:
