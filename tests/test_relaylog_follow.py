@@ -148,6 +148,45 @@ def test_starting_mid_way_in_a_file_still_being_written_yields_the_tail_reading_
         follower.close()
 
 
+def test_files_purged_while_read_before_the_start_file_do_not_stop_the_follower(tmp_path, monkeypatch):
+    """relay_log_purge takes the files before the applier's off the index while a follower that
+    starts in a later file still reads them for their format: it goes on from the first file
+    still listed, and yields what reading from the start file gives."""
+    import engine.relaylog.follow as follow
+
+    index = copy_complete(M1_FILES, tmp_path)
+    files = read_index(index).files
+    start_file = files[3].name
+    expected = expected_stream(files, start_file, 4)
+    opened = []
+
+    class PurgedWhileOpen(BinlogFile):
+        def __init__(self, path, *args, **kwargs):
+            super().__init__(path, *args, **kwargs)
+            opened.append(Path(path).name)
+            if Path(path) == files[1]:
+                # what relay_log_purge does: the index rewritten, the files before it deleted
+                index.write_text("".join(f"./{f.name}\n" for f in files[3:]))
+                for purged in files[:3]:
+                    purged.unlink()
+
+    monkeypatch.setattr(follow, "BinlogFile", PurgedWhileOpen)
+    stop = threading.Event()
+    follower = follow_events(index, start_file, 4, stop=stop)
+    try:
+        events, _ = collect(follower, len(expected), stop)
+        # from the source's Rotate that follows the start file's own Format_description on, the
+        # same events with the same source positions; that first event names the source file of
+        # whatever was read before it (as a follower started after the purge would not)
+        assert events[1:] == expected[1:]
+        assert events[0][:4] == expected[0][:4] and events[1][3] == "Rotate"
+        assert opened[:2] == [files[0].name, files[1].name]  # read for context when the purge came
+        assert files[2].name not in opened
+    finally:
+        stop.set()
+        follower.close()
+
+
 def test_a_start_file_the_index_does_not_list_is_an_error(tmp_path):
     index = copy_complete(M1_FILES[:2], tmp_path)
     with pytest.raises(RelayIndexError, match="relay-bin-m1.000009"):

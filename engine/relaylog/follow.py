@@ -221,6 +221,12 @@ class _Follower:
         if self.current.name not in names:
             if not settled:
                 return
+            if not self.started and self.start_name in names:
+                # Purged (relay_log_purge) while read only for its format and source file name:
+                # the files still listed, the start file's among them, begin with their own.
+                self.files = files
+                self.begin_file(files[0])
+                return
             raise RelayIndexError(
                 str(self.index_path), None, f"{self.current.name!r}, the file being read, is no longer listed"
             )
