@@ -58,13 +58,7 @@ class Scheduling(ChannelWork):
             # worker checks the run's tables once it has applied the DDL (_apply_prepared), and
             # reads again what it cannot take set-based.
             start = min(len(run.transactions), self.chain_after_definitions - self._after_definitions)
-            for index in range(start):
-                txn = run.transactions[index]
-                if txn.gtid and self._scheduled.contains(txn.gtid):
-                    self.stats.skipped += 1
-                    self._clock.skipped(txn, self._gaq.next_ordinal - 1)  # type: ignore[arg-type]
-                    continue
-                self._schedule(txn, prepared=(run, index))
+            self._schedule_each(run, 0, start, applied_before, None, ())
             if start == len(run.transactions):
                 self.stats.prepared_runs += 1
                 return
@@ -86,7 +80,20 @@ class Scheduling(ChannelWork):
             else:
                 self._schedule_in_pieces(run, writesets, stale, start)
             return
-        for index in range(start, len(run.transactions)):
+        self._schedule_each(run, start, len(run.transactions), applied_before, writesets, stale)
+
+    def _schedule_each(
+        self,
+        run: PreparedRun,
+        start: int,
+        end: int,
+        applied_before: bool,
+        writesets: list[tuple[int, ...] | None] | None,
+        stale: Collection[int],
+    ) -> None:
+        """The run's transactions start..end one by one through _schedule (those applied before
+        skipped, where the run holds any)."""
+        for index in range(start, end):
             txn = run.transactions[index]
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # a run holds thousands: STOP waits for what was assigned, not for the run
@@ -349,9 +356,9 @@ class Scheduling(ChannelWork):
         chain_after_definitions transactions after the last of them go to the DDL's worker in
         stream order, one after the other (a chain), and the worker applies what it finds
         queued as one DuckDB transaction. What comes next waits here for the chain's end, so
-        every ordinal a later dependency can name has committed by then: a chained transaction
-        is scheduled after its predecessor and without its writeset (a new window, as MySQL
-        does for one without), whatever its scheduler would have said."""
+        every ordinal a later dependency can name has committed by then. A chained transaction
+        claims no partition, and under WRITESET has no writeset (a new window, as MySQL
+        schedules one without): the keys the DDL ahead of it leaves are not known yet."""
         pending = self._definitions_pending
         if not pending:
             return
