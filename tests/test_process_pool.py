@@ -462,6 +462,71 @@ def test_a_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(tmp_p
     assert all(a.ops.equals(b.ops) for a, b in zip(got.tables, want.tables, strict=True))
 
 
+def test_a_scanned_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(monkeypatch):
+    """The scanner's way (add_scanned) takes back what a transaction queued before its faulty
+    rows event, in the tables the run held and in those new to it; the run then goes on as if
+    the transaction had never come."""
+    from engine.applier import prepare
+    from engine.applier.prepare import _RunBuilder
+
+    if prepare._runscan is None:
+        pytest.skip("the compiled scanner is not built")
+    scanned: list[tuple] = []
+    real = prepare._runscan
+
+    class Recording:
+        def scan_transaction(self, *args):  # type: ignore[no-untyped-def]
+            result = real.scan_transaction(*args)
+            if result is not None:
+                scanned.append(result)
+            return result
+
+    monkeypatch.setattr(prepare, "_runscan", Recording())
+    logs = read_index(CHANNELS[0].index_file)
+    for segment in plan_segments(logs, None, 4, 400):
+        prepare_segment(segment, 400)
+    several = [s for s in scanned if len({(r[0].schema, r[0].table) for r in s[6]}) >= 2]
+    assert several, "the capture has transactions changing two tables"
+
+    def key(row):  # type: ignore[no-untyped-def]
+        return (row[0].schema, row[0].table)
+
+    good = next(s for s in scanned if len(s[6]) >= 1)
+    # a victim whose first rows event goes to a table the run holds, a later one to one it does not
+    victim = next(
+        s
+        for s in several
+        if key(s[6][0]) in {key(r) for r in good[6]} and key(s[6][-1]) not in {key(r) for r in good[6]}
+    )
+    table_map, type_code, width, data = victim[6][-1]
+    broken = (*victim[:6], [*victim[6][:-1], (table_map, type_code, width, data[:-3])], *victim[7:])
+    later = scanned[scanned.index(victim) + 1]
+
+    def shape(builder):  # type: ignore[no-untyped-def]
+        tables = {
+            k: (len(t.spans), t.operations, [len(v) for v in t.values], t.rows)
+            for k, t in builder.tables.items()
+        }
+        return tables, builder.seq, builder.rows, len(builder.transactions), dict(builder._maria)
+
+    builder = _RunBuilder()
+    assert builder.add_scanned(good, "relay-bin.000001", 4, "source-bin.000001") is True
+    before = shape(builder)
+    assert builder.add_scanned(broken, "relay-bin.000001", 400, "source-bin.000001") is None
+    assert shape(builder) == before
+    assert builder.add_scanned(later, "relay-bin.000001", 800, "source-bin.000001") is True
+    clean = _RunBuilder()
+    clean.add_scanned(good, "relay-bin.000001", 4, "source-bin.000001")
+    clean.add_scanned(later, "relay-bin.000001", 800, "source-bin.000001")
+    got, want = builder.build(), clean.build()
+    assert got.transactions == want.transactions
+    assert (got.gtids.maria, got.op_starts) == (want.gtids.maria, want.op_starts)
+    assert [(t.schema, t.table, t.rows) for t in got.tables] == [
+        (t.schema, t.table, t.rows) for t in want.tables
+    ]
+    assert all(a.ops.equals(b.ops) for a, b in zip(got.tables, want.tables, strict=True))
+
+
 def _same_items(fast, slow) -> None:  # type: ignore[no-untyped-def]
     assert fast.resume_at == slow.resume_at
     assert [type(i) for i in fast.items] == [type(i) for i in slow.items]

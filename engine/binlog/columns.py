@@ -574,6 +574,12 @@ class RowDecoder:
                 (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
             )
 
+    @property
+    def compiled_program(self) -> Any:
+        """The compiled form decode_data_into() runs (binlog/_rowimage.pyx's RowProgram), None
+        where it is not built: its decode_into(data, outs) gives (end, rows), unworded errors."""
+        return self._program
+
     def column_buffers(self) -> list[Any] | None:
         """For each column, a ColumnBuffer (binlog/_rowimage.pyx) its values can be decoded into
         instead of a list, or a list where they stay Python objects; None without the compiled

@@ -343,8 +343,25 @@ class Continuity:
         if server_id == self.relay_writer:
             return  # a binlog's own transaction, not a relay log's (as event() leaves it)
         start = log_pos - size if log_pos else None
-        self.gtid(
-            GtidFacts(
+        entry = self.entry
+        facts = None
+        if (
+            start is not None
+            and start == self.expected
+            and source_log_file == self.source_file
+            and self.last_seq.get(domain) == seq - 1
+            and self.open is None
+            and self.positions_logged
+            and not self.skipping
+            and (entry is None or entry.started)
+        ):
+            # what gtid() concludes for the usual case, without its facts: the GTID starts where
+            # the source's last event ended and follows the last of its domain by one
+            self.expected = log_pos
+            self.resync = self.at_start = False
+            self.last_seq[domain] = seq
+        else:
+            facts = GtidFacts(
                 f"{domain}-{server_id}-{seq}",
                 domain,
                 seq,
@@ -355,7 +372,7 @@ class Continuity:
                 start,
                 log_pos,
             )
-        )
+            self.gtid(facts)
         at = pos + size
         checked = self.positions_logged and not self.skipping
         if _framing is not None and checked and source_log_file == self.source_file:
@@ -368,6 +385,20 @@ class Continuity:
             )
             self.expected = None if expected < 0 else expected
             at = end if stopped < 0 else stopped
+        if at < end and facts is None:
+            # the events are checked one by one: a gap among them names the transaction open
+            facts = GtidFacts(
+                f"{domain}-{server_id}-{seq}",
+                domain,
+                seq,
+                True,
+                log_name,
+                pos,
+                source_log_file,
+                start,
+                log_pos,
+            )
+            self.open = _Open(facts, True)
         while at < end:
             _, type_code, _, size, log_pos, _ = _HEADER.unpack_from(data, at)
             if log_pos and self.positions_logged and not self.skipping:
