@@ -18,12 +18,13 @@ import os
 import signal
 import sys
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..relaylog.segments import Segment
 from ..without_pandas import settle_arrow_without_pandas
+from .handover import Handover, hand_over, owner_of, sweep_orphans
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -165,9 +166,14 @@ def _end_with(parent: int) -> None:
         os._exit(1)
 
 
-def _start_process(parent: int, niceness: int) -> None:
+_owner = ""  # in a forked process: its executor's owner (handover.owner_of)
+
+
+def _start_process(parent: int, niceness: int, owner: str = "") -> None:
+    global _owner
     from ..gc_tuning import relax_garbage_collector
 
+    _owner = owner
     _end_with(parent)
     if niceness:
         try:
@@ -184,8 +190,34 @@ def _start_process(parent: int, niceness: int) -> None:
     relax_garbage_collector()  # measured: the collector otherwise doubles a segment's preparation
 
 
-def _run_task(task: SegmentTask[R], segment: Segment) -> R:
-    return task.run(segment)
+def _run_task(task: SegmentTask[R], segment: Segment) -> R | Handover:
+    return hand_over(task.run(segment), _owner)
+
+
+def _receive(handed: Future[Any], done: Future[Any]) -> None:
+    """A process's outcome to the future handed out for it, a Handover taken over (in the pool's
+    result thread: the result is ready when its future is)."""
+    if done.cancelled():
+        handed.cancel()
+        return
+    error = done.exception()
+    if error is None:
+        result = done.result()
+        if isinstance(result, Handover):
+            if handed.done():  # cancelled meanwhile: nobody takes it
+                result.discard()
+                return
+            try:
+                result = result.take()
+            except Exception as exc:  # noqa: BLE001 - the segment's reader learns it (TaskFailed)
+                error = exc
+    try:
+        if error is not None:
+            handed.set_exception(error)
+        else:
+            handed.set_result(result)
+    except InvalidStateError:  # cancelled meanwhile
+        pass
 
 
 class ProcessExecutor:
@@ -200,6 +232,7 @@ class ProcessExecutor:
         self.niceness = niceness
         self._executor: Any = None
         self._in_flight = SegmentsInFlight()
+        self._owner = owner_of(self)
 
     def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
         forking = self._executor is None
@@ -215,7 +248,7 @@ class ProcessExecutor:
                 self.workers,
                 mp_context=context,
                 initializer=_start_process,
-                initargs=(os.getpid(), self.niceness),
+                initargs=(os.getpid(), self.niceness, self._owner),
             )
             # This first submit forks every process. The caller's objects are kept out of the
             # children's garbage collections, as Python's gc documentation advises before a fork:
@@ -224,11 +257,15 @@ class ProcessExecutor:
             # first collection, inside threading's after-fork hook), and it would copy their
             # pages besides.
             gc.freeze()
+            sweep_orphans()
         try:
-            future: Future[R] = self._executor.submit(_run_task, task, segment)
+            running: Future[Any] = self._executor.submit(_run_task, task, segment)
         finally:
             if forking:
                 gc.unfreeze()
+        future: Future[R] = Future()
+        running.add_done_callback(lambda done: _receive(future, done))
+        future.add_done_callback(lambda handed: handed.cancelled() and running.cancel())
         self._in_flight.add(future, segment)
         return future
 
@@ -252,6 +289,7 @@ class ProcessExecutor:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+            sweep_orphans(own=self._owner)
 
 
 def local_cores() -> int:
