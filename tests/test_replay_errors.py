@@ -74,6 +74,45 @@ def test_a_duplicate_key_stops_the_channel_with_error_1062_and_nothing_half_appl
     assert status_of(repo)["last_error_number"] == 1062
 
 
+def test_an_update_that_moves_a_key_onto_another_stops_with_error_1062(tmp_path):
+    index = write_relay_log(
+        tmp_path / "relay",
+        [*SETUP, ("UPDATE t SET ID = 1 WHERE id = 2", False), ("INSERT INTO t VALUES (7, 'g')", False)],
+    )
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    run = replay(index, slave, repo)
+    assert run.returncode == 1 and f"GTID {GTID}:5" in run.stderr
+    assert table_rows(slave) == [(1, "a"), (2, "b")]
+    assert status_of(repo)["last_error_number"] == 1062
+
+
+def test_statements_that_assign_no_key_column_are_not_checked_for_duplicate_keys(tmp_path):
+    """MySQL refuses a statement that duplicates a key; an UPDATE of other columns, or a DELETE,
+    cannot, so the slave's table is not scanned for duplicates after them: a duplicate someone
+    wrote into the slave is left to the statement that meets it."""
+    index = write_relay_log(
+        tmp_path / "relay",
+        [
+            *SETUP,
+            ("UPDATE t SET v = 'z' WHERE id = 2", False),
+            ("DELETE FROM t WHERE id = 2", False),
+            ("INSERT INTO t VALUES (3, 'c')", False),
+        ],
+    )
+    slave, repo = tmp_path / "s.duckdb", tmp_path / "r.sqlite"
+    first = replay(index, slave, repo, "--until-gtid", f"{GTID}:1-4")
+    con = duckdb.connect(str(slave))
+    con.execute("INSERT INTO shop.t VALUES (1, 'local')")  # a duplicate of the source's key 1
+    con.close()
+    run = replay(index, slave, repo, "--until-gtid", f"{GTID}:1-6")
+    assert first.returncode == 0 and run.returncode == 0, run.stderr
+    assert sorted(table_rows(slave)) == [(1, "a"), (1, "local")]
+    # an INSERT is checked: the duplicate stops the channel there
+    run = replay(index, slave, repo)
+    assert run.returncode == 1 and f"GTID {GTID}:7" in run.stderr
+    assert status_of(repo)["last_error_number"] == 1062
+
+
 def replay_until_table_exists(index: Path, slave: Path, repo: Path) -> subprocess.CompletedProcess[str]:
     return replay(index, slave, repo, "--until-gtid", f"{GTID}:1-2")
 

@@ -209,7 +209,7 @@ class TransactionExecutor:
                 raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{target[0]}.{target[1]}' doesn't exist")
             for sql in statements:
                 self.slave.con.execute(sql)
-            self._check_unique(target, temporary)
+            self._check_unique(target, temporary, self.statements.last_assigned)
             return
         session_catalog = self.slave.catalog.copy()
         for (schema, name), slave_name in temporaries.items():
@@ -221,11 +221,17 @@ class TransactionExecutor:
         catalog = self._realize_temporaries(event, plan.kind, temporaries, plan.catalog)
         self.slave.save_catalog(catalog)
 
-    def _check_unique(self, key: tuple[str, str] | None, temporary: bool) -> None:
+    def _check_unique(
+        self, key: tuple[str, str] | None, temporary: bool, assigned: frozenset[str] | None = None
+    ) -> None:
         """MySQL would have refused a statement that duplicates a primary key (error 1062); the slave
-        has no constraints (see slave/ddl/), so the table is checked after the statement."""
+        has no constraints (see slave/ddl/), so the table is checked after the statement: a scan
+        of the whole table, left out where the statement cannot have duplicated a key (a DELETE,
+        an UPDATE that assigns none of the key's columns; assigned: see last_assigned)."""
         table = self.slave.catalog.get(key) if key else None
         if table is None or not table.primary_key:
+            return
+        if assigned is not None and not assigned & {c.lower() for c in table.primary_key}:
             return
         keys = ", ".join(quote_ident(c) for c in table.primary_key)
         ref = (

@@ -77,11 +77,29 @@ def literal(value: object) -> exp.Expression:
 _NOW_FUNCTIONS = (exp.CurrentTimestamp, exp.CurrentDatetime)
 
 
+def _assigned_columns(tree: exp.Expression) -> frozenset[str] | None:
+    """The columns a DML statement assigns (see StatementTranslator.last_assigned)."""
+    if isinstance(tree, exp.Delete):
+        return frozenset()
+    if not isinstance(tree, exp.Update):
+        return None
+    assigned = set()
+    for assignment in tree.expressions:
+        column = assignment.this if isinstance(assignment, exp.EQ) else None
+        if not isinstance(column, exp.Column):
+            return None  # not understood: as if every column were
+        assigned.add(column.name.lower())
+    return frozenset(assigned)
+
+
 class StatementTranslator:
     """MySQL DML -> DuckDB statements for the slave."""
 
     last_target: tuple[str, str] | None = None  # the table the last translated statement changes
     last_target_temporary = False  # ... is a source session's temporary table
+    # the columns the last statement assigns, lower case: an UPDATE's SET, none for a DELETE;
+    # None for an INSERT (every column of the rows it adds)
+    last_assigned: frozenset[str] | None = None
     _schemas: frozenset[str] = frozenset()  # where the statement being translated may read and write
     _temporary: tuple[tuple[str, str], ...] = ()  # its session's temporary tables, (schema, name)
 
@@ -106,6 +124,7 @@ class StatementTranslator:
         self._temporary = tuple(ctx.temporary_tables.values())
         self.last_target = (target.db, target.name) if isinstance(target, exp.Table) else None
         self.last_target_temporary = self.last_target in self._temporary
+        self.last_assigned = _assigned_columns(tree)
         self._substitute_session(sql, tree, ctx)
         self._guard(sql, tree)
         rand = MysqlRand(*ctx.rand_seeds) if ctx.rand_seeds else None
