@@ -32,8 +32,9 @@ After every kill:
 The next lap, under another configuration, fills the gaps the killed one left. A lap that ends
 before its kill (the log replayed to the end) is checked like the final run and the storm goes
 on from an empty slave. After --kills kills, a run to the end: the tables must equal the oracle,
-every transaction must have exactly one commit record, and the low-water mark must be the last
-transaction with no gap. Figures are printed and written to benchmarks/results/kill_storm.json.
+every transaction must have exactly one commit record, the low-water mark must be the last
+transaction with no gap, and no file through which a killed lap's preparing processes handed
+results over (engine/pool/handover.py) may be left in /dev/shm. Figures are printed and written to benchmarks/results/kill_storm.json.
 The exit status is 0 only if every check held.
 """
 
@@ -68,6 +69,8 @@ from engine.applier.processes import SEGMENT_BYTES  # noqa: E402
 from engine.applier.vocabulary import PARALLEL_TYPES  # noqa: E402
 from engine.pool.ahead import SEGMENTS_AHEAD_PER_WORKER  # noqa: E402
 from engine.pool.executors import EXECUTOR_KINDS  # noqa: E402
+from engine.pool.handover import PREFIX as HANDOVER_PREFIX  # noqa: E402
+from engine.pool.handover import SHARED_MEMORY  # noqa: E402
 from engine.pool.spark import SEGMENT_SCALE  # noqa: E402
 
 WORKERS = 4
@@ -148,6 +151,7 @@ class StormResults:
     gap_transactions_recovered: int = 0
     longest_outliving_s: float = 0.0  # after a kill, until the last of the lap's processes ended
     stale_task_folders: list[int] = field(default_factory=list)  # after each lap (stale_task_folders)
+    stale_handovers: list[int] = field(default_factory=list)  # after each lap (stale_handover_files)
     processes_at_kill: Counter[str] = field(default_factory=Counter)  # kinds alive when killed
     leftover_processes: list[dict[str, object]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -171,6 +175,11 @@ class StormResults:
                 "before_the_storm": self.stale_task_folders[0] if self.stale_task_folders else 0,
                 "most_after_a_lap": max(self.stale_task_folders[1:], default=0),
                 "at_the_end": self.stale_task_folders[-1] if self.stale_task_folders else 0,
+            },
+            "stale_handover_files": {
+                "before_the_storm": self.stale_handovers[0] if self.stale_handovers else 0,
+                "most_after_a_lap": max(self.stale_handovers[1:], default=0),
+                "at_the_end": self.stale_handovers[-1] if self.stale_handovers else 0,
             },
             "failures": self.failures,
             "final": self.final,
@@ -222,6 +231,23 @@ def stale_task_folders() -> list[str]:
             pid = entry.name[len(prefix) :].split("-", 1)[0]
             if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
                 stale.append(entry.name)
+    return stale
+
+
+def stale_handover_files() -> list[str]:
+    """The files in /dev/shm through which preparing processes hand results over
+    (engine/pool/handover.py) whose applier has ended: what a killed applier left (the next
+    executor started on the machine removes them)."""
+    try:
+        names = os.listdir(SHARED_MEMORY)
+    except OSError:
+        return []
+    stale = []
+    for name in names:
+        if name.startswith(HANDOVER_PREFIX):
+            pid = name[len(HANDOVER_PREFIX) :].split("-", 1)[0]
+            if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
+                stale.append(name)
     return stale
 
 
@@ -408,6 +434,7 @@ def storm(
     spark_configurations = max(1, sum(c.pool == "spark" for c in configurations))
     open_gaps: set[int] = set()  # gap ordinals kills left that no lap has filled yet
     results.stale_task_folders.append(len(stale_task_folders()))
+    results.stale_handovers.append(len(stale_handover_files()))
 
     def run_lap(configuration: Configuration, options: tuple[str, ...], plan: str | None) -> tuple:
         """Start a lap, kill it as `plan` says (None: let it end); (return code or None if
@@ -441,6 +468,7 @@ def storm(
         outlived, left = wait_until_gone(marker, LEFTOVER_GRACE_S)
         results.longest_outliving_s = max(results.longest_outliving_s, outlived)
         results.stale_task_folders.append(len(stale_task_folders()))
+        results.stale_handovers.append(len(stale_handover_files()))
         if left:
             results.leftover_processes.append(
                 {"lap": results.laps, "configuration": str(configuration), "processes": list(left.values())}
@@ -533,6 +561,7 @@ def storm(
             f"lap {results.laps:3} {configuration}: killed at {seconds:5.1f} s"
             f"{f' ({phase})' if configuration.pool == 'spark' else ''}, {records} committed, "
             f"{results.stale_task_folders[-1]} stale task folders, "
+            f"{results.stale_handovers[-1]} stale handover files, "
             f"{len(gaps)} gaps{'' if not problems else ' PROBLEMS: ' + '; '.join(problems)}"
         )
     if results.failures:
@@ -546,6 +575,11 @@ def storm(
         problems = check_complete(slave, repository, expected, transactions)
     if not problems and open_gaps:
         problems.append(f"gaps never filled: {sorted(open_gaps)[:20]}")
+    # the final run's executors removed what killed appliers left in /dev/shm, and their own
+    left_in_shared_memory = stale_handover_files()
+    results.stale_handovers.append(len(left_in_shared_memory))
+    if left_in_shared_memory:
+        problems.append(f"handover files left in {SHARED_MEMORY}: {left_in_shared_memory[:5]}")
     results.final = {
         "configuration": str(configuration),
         "seconds": round(seconds, 1),
@@ -649,7 +683,7 @@ def main() -> int:
         f"{results.gap_transactions_recovered} recovered by the next laps); Spark kills {dict(results.spark_kills_by_phase)}; "
         f"processes outlived a kill by at most {results.longest_outliving_s:.1f} s, "
         f"{len(results.leftover_processes)} left over; stale Spark task folders "
-        f"{summary['stale_spark_task_folders']}; final run "
+        f"{summary['stale_spark_task_folders']}; stale handover files {summary['stale_handover_files']}; final run "
         f"{'exact' if results.final.get('exact') else 'NOT exact'}; {seconds:.0f} s; {out}"
     )
     for failure in results.failures:
