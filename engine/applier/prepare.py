@@ -348,10 +348,13 @@ class _RunBuilder:
         self.transactions.append(transaction)
         self.op_starts.append(seq)
         self.sources.append(source)
+        gtid = transaction.gtid
+        if maria_gtid is None and gtid and ":" not in gtid:
+            maria_gtid = MariaGtid.parse(gtid)
         if maria_gtid is not None:
             self._maria_gtid(maria_gtid.domain_id, maria_gtid.server_id, maria_gtid.seq_no)
-        elif transaction.gtid:
-            self.gtids.add(transaction.gtid)
+        elif gtid:
+            self.gtids.add(gtid)  # MySQL's, one by one
         return True
 
     def as_read(self) -> list[Transaction]:
