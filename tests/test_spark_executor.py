@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -28,11 +29,14 @@ from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
 from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
 from engine.pool.executors import ProcessExecutor
+from engine.pool.handover import PREFIX, SHARED_MEMORY, Handover, owner_of
 from engine.pool.spark import (
     JOBS_PER_SLOT,
+    LocalSegment,
     SparkExecutor,
     SparkExecutorError,
     _DriverWalk,
+    _run_in_spark_task,
     run_shipped,
     ship,
 )
@@ -335,6 +339,26 @@ def test_a_task_reads_only_the_bytes_of_its_segment(tmp_path):
         data = run_shipped(task, shipped)
         expected = prepare_segment(copy.deepcopy(segment), 100)
         assert_same_items(task.from_arrow(data, segment), expected)
+
+
+def test_a_task_on_the_drivers_machine_reads_its_files_and_hands_the_result_over():
+    """Local mode: the task is given the driver's paths (LocalSegment), and a large result comes
+    back as a Handover through /dev/shm, equal to what the applier's own process prepares."""
+    if not SHARED_MEMORY.is_dir():
+        pytest.skip("no /dev/shm on this machine")
+    task = PrepareTask(2000)
+    owner = owner_of(object())
+    handed_over = 0
+    for segment in plan_segments(read_index(CHANNELS[0].index_file), None, 4, 1000):
+        data = _run_in_spark_task((task, LocalSegment(copy.deepcopy(segment), owner)))
+        assert len(data) < 1 << 20 or not isinstance(pickle.loads(data), Handover)
+        result = pickle.loads(data)
+        if isinstance(result, Handover):
+            handed_over += 1
+            result = result.take()
+        assert_same_items(result, prepare_segment(copy.deepcopy(segment), 2000))
+    assert handed_over > 0
+    assert not [n for n in os.listdir(SHARED_MEMORY) if n.startswith(f"{PREFIX}{owner}-")]
 
 
 def test_any_other_failure_to_start_spark_is_a_clear_error_naming_the_master():

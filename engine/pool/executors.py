@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..relaylog.segments import Segment
 from ..without_pandas import settle_arrow_without_pandas
-from .handover import Handover, hand_over, owner_of, sweep_orphans
+from .handover import Handover, close_owner, hand_over, owner_of, sweep_orphans
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -289,7 +289,7 @@ class ProcessExecutor:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
-            sweep_orphans(own=self._owner)
+            close_owner(self._owner)
 
 
 def local_cores() -> int:

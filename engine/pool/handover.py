@@ -11,9 +11,10 @@ buffers, which are not copied again: the mapping lives as long as the arrays tha
 
 Results below HANDOVER_MIN_BYTES, and any that cannot be written there (no /dev/shm, a full one),
 go through the pipe as before. A file that nobody took over (its caller was killed in between, or
-its process while writing it) carries its executor's owner in its name, the caller's pid first:
-an executor removes its own when it closes, and the next executor started removes those of
-callers that ended (sweep_orphans).
+its process while writing it, a Spark task cancelled with its job) carries its executor's owner in
+its name, the caller's pid first: an executor removes its own when it closes, and the next
+executor started removes those of callers that ended and of executors of its own process that
+closed (sweep_orphans), whatever was still writing when they closed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ _executors = itertools.count()
 def owner_of(executor: object) -> str:
     """The name part of the files of one executor's processes: the caller's pid, a number."""
     return f"{os.getpid()}-{next(_executors)}"
+
+
+_closed: set[str] = set()  # owners of this process's executors that closed
+
+
+def close_owner(owner: str) -> None:
+    """The executor of `owner` closed: its files go now, and any written later go at the next
+    sweep."""
+    _closed.add(owner)
+    sweep_orphans(own=owner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +141,9 @@ def sweep_orphans(own: str | None = None) -> None:
             caller = int(name[len(PREFIX) :].split("-", 1)[0])
         except ValueError:
             continue
-        if (own is not None and name.startswith(f"{PREFIX}{own}-")) or not _alive(caller):
+        rest = name[len(PREFIX) :]
+        owner = "-".join(rest.split("-", 2)[:2])
+        if owner == own or owner in _closed or not _alive(caller):
             try:
                 os.unlink(SHARED_MEMORY / name)
             except OSError:

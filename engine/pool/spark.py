@@ -14,6 +14,11 @@ to local processes, so the apply starts at once. Those that no process has taken
 becomes ready move to Spark: the pipeline keeps several segments ahead, and without the move a
 log of a few Spark-sized segments went to the local processes whole even when Spark was up a
 second after the start (as in `relaydeck serve`, whose session outlives each START).
+
+In local mode the tasks run on the driver's machine, so a segment goes to its task as the driver's
+paths (LocalSegment), read in place, and the result comes back through a file in /dev/shm
+(handover.py) as the local processes hand theirs back: shipping the bytes there and back through
+the JVM cost the driver's process, the applier's, more than preparing the segment saved it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import copy
 import itertools
 import os
+import pickle
 import shutil
 import tempfile
 import threading
@@ -41,6 +47,7 @@ from .executors import (
     local_cores,
     segment_position,
 )
+from .handover import Handover, close_owner, hand_over, owner_of, sweep_orphans
 
 R = TypeVar("R")
 
@@ -79,6 +86,15 @@ class ShippedSegment:
     state: ReaderState  # walked to start_pos of the first file
     stop: tuple[str, int] | None
     number: int
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSegment:
+    """A segment as a Spark task on the driver's own machine receives it (local mode): the
+    driver's paths, read in place, the result handed over through /dev/shm for `owner`."""
+
+    segment: Segment
+    owner: str  # handover.owner_of the executor
 
 
 class _DriverWalk:
@@ -224,8 +240,12 @@ def _pass_on_error(handed: Future[Any], error: BaseException) -> None:
         pass
 
 
-def _run_in_spark_task(item: tuple[SegmentTask[Any], ShippedSegment]) -> bytes:
-    return run_shipped(*item)
+def _run_in_spark_task(item: tuple[SegmentTask[Any], ShippedSegment | LocalSegment]) -> bytes:
+    task, segment = item
+    if isinstance(segment, LocalSegment):
+        relax_garbage_collector()  # as in the local processes (the Python worker outlives the task)
+        return pickle.dumps(hand_over(task.run(segment.segment), segment.owner), protocol=5)
+    return run_shipped(task, segment)
 
 
 class SparkExecutor:
@@ -255,6 +275,10 @@ class SparkExecutor:
         self._slots_lock = threading.Lock()
         self._group = f"relaydeck-prepare-{id(self):x}"
         self._walk = _DriverWalk()
+        # local mode: the tasks read the driver's files and hand results over through /dev/shm
+        self._same_machine = master is None or master.startswith("local")
+        self._owner = owner_of(self)
+        sweep_orphans()
         self.jobs = self.workers * JOBS_PER_SLOT
         self._driver = ThreadPoolExecutor(self.jobs, "spark-segment", initializer=self._name_slot)
         self._starter = threading.Thread(
@@ -388,10 +412,16 @@ class SparkExecutor:
         with self._slots_lock:
             self._slots[number] = segment
         try:
-            shipped = ship(segment, self._walk.state_at(segment))
+            if self._same_machine:
+                shipped: ShippedSegment | LocalSegment = LocalSegment(segment, self._owner)
+            else:
+                shipped = ship(segment, self._walk.state_at(segment))
             context = self._session.sparkContext
             context.setJobGroup(self._group, f"prepare segment {segment.number}", interruptOnCancel=True)
             (data,) = context.parallelize([(task, shipped)], 1).map(_run_in_spark_task).collect()
+            if self._same_machine:
+                result = pickle.loads(data)
+                return result.take() if isinstance(result, Handover) else result
             return task.from_arrow(data, segment)
         finally:
             with self._slots_lock:
@@ -439,3 +469,4 @@ class SparkExecutor:
                 pass
         self._driver.shutdown(wait=True)
         self._local.close()
+        close_owner(self._owner)
