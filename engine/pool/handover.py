@@ -143,14 +143,15 @@ def sweep_orphans(own: str | None = None) -> None:
             continue
         rest = name[len(PREFIX) :]
         owner = "-".join(rest.split("-", 2)[:2])
-        if owner == own or owner in _closed or not _alive(caller):
+        if owner == own or owner in _closed or not pid_alive(caller):
             try:
                 os.unlink(SHARED_MEMORY / name)
             except OSError:
                 pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this pid runs (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

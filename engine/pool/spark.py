@@ -47,7 +47,7 @@ from .executors import (
     local_cores,
     segment_position,
 )
-from .handover import Handover, close_owner, hand_over, owner_of, sweep_orphans
+from .handover import Handover, close_owner, hand_over, owner_of, pid_alive, sweep_orphans
 
 R = TypeVar("R")
 
@@ -186,18 +186,8 @@ def remove_folders_of_ended_tasks() -> None:
         if not entry.name.startswith(_SEGMENT_FOLDER):
             continue
         pid = entry.name[len(_SEGMENT_FOLDER) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(root / entry.name, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _warm_up(_: int) -> int:

@@ -361,17 +361,7 @@ class Continuity:
             self.resync = self.at_start = False
             self.last_seq[domain] = seq
         else:
-            facts = GtidFacts(
-                f"{domain}-{server_id}-{seq}",
-                domain,
-                seq,
-                True,
-                log_name,
-                pos,
-                source_log_file,
-                start,
-                log_pos,
-            )
+            facts = _scanned_facts(log_name, source_log_file, pos, domain, server_id, seq, start, log_pos)
             self.gtid(facts)
         at = pos + size
         checked = self.positions_logged and not self.skipping
@@ -387,17 +377,7 @@ class Continuity:
             at = end if stopped < 0 else stopped
         if at < end and facts is None:
             # the events are checked one by one: a gap among them names the transaction open
-            facts = GtidFacts(
-                f"{domain}-{server_id}-{seq}",
-                domain,
-                seq,
-                True,
-                log_name,
-                pos,
-                source_log_file,
-                start,
-                log_pos,
-            )
+            facts = _scanned_facts(log_name, source_log_file, pos, domain, server_id, seq, start, log_pos)
             self.open = _Open(facts, True)
         while at < end:
             _, type_code, _, size, log_pos, _ = _HEADER.unpack_from(data, at)
@@ -480,6 +460,22 @@ class Continuity:
         for domain, seq in joined.last_seq.items():
             after.last_seq.setdefault(domain, seq)
         return after
+
+
+def _scanned_facts(
+    log_name: str,
+    source_log_file: str,
+    pos: int,
+    domain: int,
+    server_id: int,
+    seq: int,
+    start: int | None,
+    end: int,
+) -> GtidFacts:
+    """The facts of a GTID the compiled scanner read (a MariaDB one opening a transaction)."""
+    return GtidFacts(
+        f"{domain}-{server_id}-{seq}", domain, seq, True, log_name, pos, source_log_file, start, end
+    )
 
 
 def _version(text: str) -> tuple[int, int]:
