@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from engine.pool import ProcessExecutor, handover
-from engine.pool.handover import PREFIX, SHARED_MEMORY, Handover, hand_over, owner_of, sweep_orphans
+from engine.pool.handover import PREFIX, SHARED_MEMORY, Handover, close_owner, hand_over, new_owner
 from engine.relaylog.segments import Segment
 
 pytestmark = pytest.mark.skipif(not SHARED_MEMORY.is_dir(), reason="no /dev/shm on this machine")
@@ -30,7 +30,7 @@ def big_table(rows: int = 200_000) -> pa.Table:
 
 
 def test_a_large_result_comes_back_equal_through_a_file_whose_name_is_gone_once_taken() -> None:
-    owner = owner_of(object())
+    owner = new_owner()
     result = {"table": big_table(), "note": "beside it"}
     handed = hand_over(result, owner)
     assert isinstance(handed, Handover)
@@ -48,14 +48,14 @@ def test_a_small_result_and_one_shared_memory_cannot_take_go_through_the_pipe(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     small = {"rows": [1, 2, 3]}
-    assert hand_over(small, owner_of(object())) is small
+    assert hand_over(small, new_owner()) is small
     large = big_table()
     monkeypatch.setattr(handover, "SHARED_MEMORY", tmp_path / "missing")
-    assert hand_over(large, owner_of(object())) is large
+    assert hand_over(large, new_owner()) is large
 
 
 def test_a_result_nobody_takes_is_discarded() -> None:
-    owner = owner_of(object())
+    owner = new_owner()
     handed = hand_over(big_table(), owner)
     assert isinstance(handed, Handover)
     handed.discard()
@@ -105,7 +105,7 @@ def test_files_of_a_caller_that_ended_are_removed_when_an_executor_starts() -> N
             assert mine.exists()
         finally:
             executor.close()
-        sweep_orphans(own=f"{os.getpid()}-999999")
+        close_owner(f"{os.getpid()}-999999")
         assert not mine.exists()
     finally:
         orphan.unlink(missing_ok=True)

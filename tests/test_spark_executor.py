@@ -29,7 +29,7 @@ from engine.applier.processes import prepared_chunks
 from engine.errors import RelaydeckError
 from engine.pool import ExecutorActivity, InProcessExecutor, make_executor
 from engine.pool.executors import ProcessExecutor
-from engine.pool.handover import PREFIX, SHARED_MEMORY, Handover, owner_of
+from engine.pool.handover import PREFIX, SHARED_MEMORY, Handover, new_owner
 from engine.pool.spark import (
     JOBS_PER_SLOT,
     LocalSegment,
@@ -347,7 +347,7 @@ def test_a_task_on_the_drivers_machine_reads_its_files_and_hands_the_result_over
     if not SHARED_MEMORY.is_dir():
         pytest.skip("no /dev/shm on this machine")
     task = PrepareTask(2000)
-    owner = owner_of(object())
+    owner = new_owner()
     handed_over = 0
     for segment in plan_segments(read_index(CHANNELS[0].index_file), None, 4, 1000):
         data = _run_in_spark_task((task, LocalSegment(copy.deepcopy(segment), owner)))

@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..relaylog.segments import Segment
 from ..without_pandas import settle_arrow_without_pandas
-from .handover import Handover, close_owner, hand_over, owner_of, sweep_orphans
+from .handover import Handover, close_owner, hand_over, new_owner, sweep_orphans
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -166,7 +166,7 @@ def _end_with(parent: int) -> None:
         os._exit(1)
 
 
-_owner = ""  # in a forked process: its executor's owner (handover.owner_of)
+_owner = ""  # in a forked process: its executor's owner (handover.new_owner)
 
 
 def _start_process(parent: int, niceness: int, owner: str = "") -> None:
@@ -232,7 +232,7 @@ class ProcessExecutor:
         self.niceness = niceness
         self._executor: Any = None
         self._in_flight = SegmentsInFlight()
-        self._owner = owner_of(self)
+        self._owner = new_owner()
 
     def submit(self, task: SegmentTask[R], segment: Segment) -> Future[R]:
         forking = self._executor is None

@@ -35,7 +35,7 @@ _numbers = itertools.count()
 _executors = itertools.count()
 
 
-def owner_of(executor: object) -> str:
+def new_owner() -> str:
     """The name part of the files of one executor's processes: the caller's pid, a number."""
     return f"{os.getpid()}-{next(_executors)}"
 
@@ -47,7 +47,7 @@ def close_owner(owner: str) -> None:
     """The executor of `owner` closed: its files go now, and any written later go at the next
     sweep."""
     _closed.add(owner)
-    sweep_orphans(own=owner)
+    sweep_orphans()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +79,8 @@ class Handover:
 
 
 def hand_over(result: Any, owner: str) -> Any:
-    """In a forked process: the result as a Handover when it is large and shared memory takes
-    it, else the result itself (for the pipe)."""
+    """Where a result is prepared (a forked process, a Spark task on the caller's machine): the
+    result as a Handover when it is large and shared memory takes it, else the result itself."""
     if not SHARED_MEMORY.is_dir():
         return result
     buffers: list[pickle.PickleBuffer] = []
@@ -127,9 +127,9 @@ def _write_at(fd: int, data: Any, offset: int) -> None:
         view, offset = view[written:], offset + written
 
 
-def sweep_orphans(own: str | None = None) -> None:
-    """Remove the files of callers that ended, and with `own` (an owner_of), those of that
-    executor, which has closed: whatever of them is left, nobody will take."""
+def sweep_orphans() -> None:
+    """Remove the files of callers that ended and of this process's executors that closed:
+    nobody will take them."""
     try:
         names = os.listdir(SHARED_MEMORY)
     except OSError:
@@ -137,13 +137,11 @@ def sweep_orphans(own: str | None = None) -> None:
     for name in names:
         if not name.startswith(PREFIX):
             continue
-        try:
-            caller = int(name[len(PREFIX) :].split("-", 1)[0])
-        except ValueError:
+        caller, _, number = name[len(PREFIX) :].partition("-")
+        if not caller.isdigit():
             continue
-        rest = name[len(PREFIX) :]
-        owner = "-".join(rest.split("-", 2)[:2])
-        if owner == own or owner in _closed or not pid_alive(caller):
+        owner = f"{caller}-{number.partition('-')[0]}"
+        if owner in _closed or not pid_alive(int(caller)):
             try:
                 os.unlink(SHARED_MEMORY / name)
             except OSError:

@@ -47,7 +47,7 @@ from .executors import (
     local_cores,
     segment_position,
 )
-from .handover import Handover, close_owner, hand_over, owner_of, pid_alive, sweep_orphans
+from .handover import Handover, close_owner, hand_over, new_owner, pid_alive, sweep_orphans
 
 R = TypeVar("R")
 
@@ -94,7 +94,7 @@ class LocalSegment:
     driver's paths, read in place, the result handed over through /dev/shm for `owner`."""
 
     segment: Segment
-    owner: str  # handover.owner_of the executor
+    owner: str  # handover.new_owner of the executor
 
 
 class _DriverWalk:
@@ -267,7 +267,7 @@ class SparkExecutor:
         self._walk = _DriverWalk()
         # local mode: the tasks read the driver's files and hand results over through /dev/shm
         self._same_machine = master is None or master.startswith("local")
-        self._owner = owner_of(self)
+        self._owner = new_owner()
         sweep_orphans()
         self.jobs = self.workers * JOBS_PER_SLOT
         self._driver = ThreadPoolExecutor(self.jobs, "spark-segment", initializer=self._name_slot)
