@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,62 @@ def test_importing_the_spark_modules_starts_no_jvm():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "no jvm"
+
+
+def _run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
+    environ.pop(session.LOG_LEVEL_VARIABLE, None)
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_a_process_that_started_spark_leaves_no_folder_behind_stopped_or_not():
+    code = (
+        "import os\n"
+        "from engine.spark.session import spark_session, spark_log_file, stop_spark\n"
+        "spark_session(cores=1)\n"
+        "first = spark_log_file().parent\n"
+        "assert first.is_dir() and first.name.startswith('relaydeck-spark-')\n"
+        "stop_spark()\n"
+        "print(first, first.exists())\n"
+        "spark_session(cores=1)\n"  # a second session, never stopped: the process's exit removes it
+        "second = spark_log_file().parent\n"
+        "print(second, second.exists())\n"
+        "if os.fork() == 0:\n"  # a forked child's exit leaves its parent's folder alone
+        "    raise SystemExit(0)\n"
+        "os.wait()\n"
+        "print(second.exists())\n"
+    )
+    result = _run_python(code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, first_exists, second, second_exists, after_child = result.stdout.split()
+    assert first_exists == "False"  # stop_spark removed it
+    assert second_exists == "True" and after_child == "True"
+    assert first != second
+    assert not Path(second).exists()  # removed when the process ended
+
+
+def test_a_failed_start_keeps_the_log_its_error_names(tmp_path):
+    # a java that exits at once: launch_gateway fails, and the error names the JVM's log
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    java = java_home / "bin" / "java"
+    java.write_text("#!/bin/sh\necho 'not a JVM' >&2\nexit 1\n")
+    java.chmod(0o755)
+    code = (
+        "from engine.spark.session import spark_session, SparkStartError\n"
+        "try:\n"
+        "    spark_session(cores=1)\n"
+        "except SparkStartError as exc:\n"
+        "    print(str(exc).rpartition('its output is in ')[2])\n"
+    )
+    result = _run_python(code, JAVA_HOME=str(java_home))
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = Path(result.stdout.strip())
+    assert log.name == "spark-jvm.log", result.stdout
+    try:
+        assert log.is_file()
+    finally:
+        shutil.rmtree(log.parent, ignore_errors=True)

@@ -20,6 +20,7 @@ _hold_connections_in_children).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -52,6 +53,8 @@ _ENGINE_ARCHIVE = "relaydeck-engine"  # the engine's folder in a cluster executo
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _work_dir: Path | None = None  # the JVM's log and the quiet log4j configuration
+_keep_work_dir = False  # a start failed: its error names the JVM's log in _work_dir
+_work_dir_pid = 0  # the process that made _work_dir: a forked child that exits leaves it
 _fork_hooks_registered = False
 _held_for_fork: tuple[object, ...] = ()  # the pooled Py4J connections, while a fork is under way
 _inherited_connections: list[object] = []  # in a forked child: the parent's, never released
@@ -127,6 +130,20 @@ def stop_spark() -> None:
                     process.kill()
             SparkContext._gateway = None
             SparkContext._jvm = None
+        _remove_work_dir()
+
+
+def _remove_work_dir() -> None:
+    """The session's folder (the JVM's log, the quiet configuration, a cluster's engine archive)
+    goes with the session, or with the process that never stopped it: each run made one in the
+    temporary folder and left it there. Not after a failed start, whose error names the log."""
+    global _work_dir
+    if _work_dir is not None and not _keep_work_dir and os.getpid() == _work_dir_pid:
+        shutil.rmtree(_work_dir, ignore_errors=True)
+        _work_dir = None
+
+
+atexit.register(_remove_work_dir)
 
 
 def _hold_connections_in_children() -> None:
@@ -176,9 +193,10 @@ def _start(master: str, local: bool) -> SparkSession:
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    global _work_dir
+    global _work_dir, _keep_work_dir, _work_dir_pid
     if _work_dir is None:
         _work_dir = Path(tempfile.mkdtemp(prefix="relaydeck-spark-"))
+        _work_dir_pid = os.getpid()
     level = os.environ.get(LOG_LEVEL_VARIABLE, "").upper()
     if local:
         # Workers must run this interpreter (with this venv's engine, pyarrow…). A cluster's
@@ -218,6 +236,7 @@ def _start(master: str, local: bool) -> SparkSession:
         gateway = launch_gateway(conf, popen_kwargs=popen)
     except PySparkRuntimeError as exc:
         where = f"; its output is in {_work_dir / 'spark-jvm.log'}" if log_file else ""
+        _keep_work_dir = bool(log_file)
         raise SparkStartError(f"the Spark JVM did not start ({exc}){where}") from None
     finally:
         if log_file is not None:
