@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import struct
 import uuid as uuid_module
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _U64 = struct.Struct("<Q")
@@ -216,6 +217,24 @@ class ExecutedGtids:
             self.mysql.add(Sid(uuid.lower(), tag.lower()), int(rest))
         else:
             domain, server, seq = _maria_parts(gtid)
+            current = self.maria.get(domain)
+            if current is None or seq >= current.seq_no:
+                self.maria[domain] = MariaGtid(domain, server, seq)
+
+    def add_all(self, gtids: Iterable[str]) -> None:
+        """add(g) for every g, in order. A MariaDB domain keeps the last of its highest seq_no
+        (as adding them one by one leaves it), made into a MariaGtid once, not once per GTID: the
+        applier adds every transaction's, to what it has scheduled and to what has committed."""
+        kept: dict[int, tuple[int, int]] = {}  # domain -> (seq_no, server_id) of the one kept
+        for gtid in gtids:
+            if ":" in gtid:
+                self.add(gtid)
+                continue
+            domain, server, seq = _maria_parts(gtid)
+            current = kept.get(domain)
+            if current is None or seq >= current[0]:
+                kept[domain] = (seq, server)
+        for domain, (seq, server) in kept.items():
             current = self.maria.get(domain)
             if current is None or seq >= current.seq_no:
                 self.maria[domain] = MariaGtid(domain, server, seq)

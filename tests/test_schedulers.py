@@ -752,3 +752,74 @@ def test_a_unique_key_s_nulls_are_left_out_of_the_one_pass_and_anything_else_goe
     assert int_key_hashes("db", "t", "uk", [1, "1"]) is None
     assert int_key_hashes("db", "t", "uk", [1.5, 2.0]) is None
     assert int_key_hashes("db", "t", "uk", [-1, 2**64 - 1]) is None  # fits neither int64 nor uint64
+
+
+@given(
+    lwm=st.integers(-1, 50),
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("enqueue"), st.lists(st.integers(1, 4), min_size=1, max_size=6)),
+            st.tuples(st.just("commit"), st.lists(st.integers(0, 40), max_size=6)),
+        ),
+        max_size=40,
+    ),
+)
+def test_the_gaq_answers_as_a_plain_model_of_its_entries_does_while_dropping_passed_ones(lwm, steps):
+    """Every question the applier asks of the queue, against a model that keeps every entry: the
+    queue drops the entries the head has passed in bulk (COMPACT_AFTER, made small here so that
+    it happens), which must change no answer."""
+    gaq: GroupAssignmentQueue[int] = GroupAssignmentQueue(lwm=lwm)
+    gaq.COMPACT_AFTER = 3  # type: ignore[misc]
+    workers: dict[int, int] = {}  # ordinal -> worker, every entry ever enqueued
+    committed: set[int] = set()
+    model_lwm = lwm
+    for kind, values in steps:
+        if kind == "enqueue":
+            first = gaq.next_ordinal
+            if len(values) % 2:
+                gaq.enqueue_all((w, first + i) for i, w in enumerate(values))
+            else:
+                assert [gaq.enqueue(w, first + i) for i, w in enumerate(values)] == list(
+                    range(first, first + len(values))
+                )
+            workers.update({first + i: w for i, w in enumerate(values)})
+        else:
+            pending = [o for o in sorted(workers) if o > model_lwm]
+            if not pending:
+                continue
+            chosen = sorted({pending[v % len(pending)] for v in values})
+            before = model_lwm
+            committed.update(chosen)
+            while model_lwm + 1 in committed:
+                model_lwm += 1
+            passed = gaq.commit(chosen)
+            assert [e.ordinal for e in passed] == list(range(before + 1, model_lwm + 1))
+            assert [e.item for e in passed] == [e.ordinal for e in passed]
+        assert gaq.lwm == model_lwm
+        after = [o for o in sorted(workers) if o > model_lwm]
+        assert len(gaq) == len(after)
+        assert gaq.next_ordinal == (max(workers) if workers else lwm) + 1
+        assert [e.ordinal for e in gaq.pending()] == after
+        assert gaq.uncommitted() == sum(1 for o in after if o not in committed)
+        for ordinal in range(lwm - 1, gaq.next_ordinal + 2):
+            assert gaq.is_committed(ordinal) == (ordinal <= model_lwm or ordinal in committed)
+            if ordinal in after:
+                entry = gaq.entry(ordinal)
+                assert (entry.ordinal, entry.worker, entry.committed) == (
+                    ordinal,
+                    workers[ordinal],
+                    ordinal in committed,
+                )
+            else:
+                with pytest.raises(KeyError):
+                    gaq.entry(ordinal)
+            through = ordinal <= model_lwm or (
+                ordinal < gaq.next_ordinal and all(o in committed for o in range(model_lwm + 1, ordinal + 1))
+            )
+            assert gaq.all_committed_through(ordinal) == through
+        for worker in range(1, 5):
+            mine = [i for i, o in enumerate(after) if workers[o] == worker and o in committed]
+            checkpoint = gaq.checkpoint(worker)
+            assert checkpoint.seqno == (mine[-1] + 1 if mine else 0)
+            assert all(checkpoint.bitmap[i // 8] >> (i % 8) & 1 for i in mine)
+            assert sum(bin(b).count("1") for b in checkpoint.bitmap) == len(mine)

@@ -424,8 +424,8 @@ class Scheduling(ChannelWork):
         """Jobs numbered from the GAQ's next ordinal on, each with its worker, enqueued in order
         with one wake-up of the workers (the caller holds the lock and has waited for room)."""
         workers = self._workers
+        self._gaq.enqueue_all((job.worker, job) for job in jobs)
         for job in jobs:
-            self._gaq.enqueue(job.worker, job)
             worker = workers[job.worker]
             worker.queue.append(job)
             worker.queued_bytes += job.txn.size
@@ -434,10 +434,7 @@ class Scheduling(ChannelWork):
             worker.status.queued = len(worker.queue)
         self._caught_up = False
         self._lock.notify_all()
-        scheduled = self._scheduled
-        for job in jobs:
-            if job.txn.gtid:
-                scheduled.add(job.txn.gtid)
+        self._scheduled.add_all([job.txn.gtid for job in jobs if job.txn.gtid])
 
     def _enqueue(self, job: Job, worker_index: int) -> None:
         size = job.txn.size

@@ -307,9 +307,7 @@ class Workers(ChannelWork):
         last = batch[-1].txn
         with self._lock:
             passed = self._gaq.commit(job.ordinal for job in batch)
-            for entry in passed:
-                if entry.item.txn.gtid:
-                    self._lwm_executed.add(entry.item.txn.gtid)
+            self._lwm_executed.add_all([entry.item.txn.gtid for entry in passed if entry.item.txn.gtid])
             if passed:
                 self._lwm_job = passed[-1].item
             self._release_locked(batch)
