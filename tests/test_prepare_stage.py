@@ -5,6 +5,7 @@ prepared transactions exactly as it schedules transactions it read itself."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -194,14 +195,24 @@ class _RecordingApplier(ParallelApplier):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.after_of: dict[int, int] = {}
         self.prepared_jobs = 0
-        enqueue = self._gaq.enqueue
+        enqueue, enqueue_all = self._gaq.enqueue, self._gaq.enqueue_all
 
-        def recording(worker: int, job: Job) -> int:  # every job passes the GAQ, one by one or in pieces
+        def note(job: Job) -> None:
             self.after_of[job.ordinal] = job.after
             self.prepared_jobs += job.run is not None
+
+        def recording(worker: int, job: Job) -> int:  # every job passes the GAQ, one by one
+            note(job)
             return enqueue(worker, job)
 
+        def recording_all(workers_and_jobs: Iterable[tuple[int, Job]]) -> None:  # or in pieces
+            pairs = list(workers_and_jobs)
+            for _, job in pairs:
+                note(job)
+            enqueue_all(pairs)
+
         self._gaq.enqueue = recording  # type: ignore[method-assign]
+        self._gaq.enqueue_all = recording_all  # type: ignore[method-assign]
 
     def _reader(self, continuity):  # type: ignore[no-untyped-def]
         if self.read_here:
