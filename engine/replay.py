@@ -31,6 +31,7 @@ from .applier.vocabulary import (
     ParallelOptions,
     Until,
 )
+from .arrow_memory import use_applier_allocator
 from .errors import RelaydeckError, RelayIndexError, RelayLogGap
 from .gc_tuning import relax_garbage_collector
 from .pool import Executor, make_executor
@@ -114,6 +115,7 @@ class ChannelRun:
     ) -> None:
         relax_garbage_collector()  # an applier in this process: see gc_tuning
         settle_arrow_without_pandas()  # and no pandas for pyarrow to load: see without_pandas
+        use_applier_allocator()  # and Arrow's batches on jemalloc: see arrow_memory
         validate_channel_name(spec.name)
         self.slave = slave
         self.repository = repository
