@@ -24,8 +24,5 @@ def use_applier_allocator() -> None:
         return
     import pyarrow as pa
 
-    try:
-        pool = pa.jemalloc_memory_pool()
-    except NotImplementedError:  # a pyarrow built without it: mimalloc stays
-        return
-    pa.set_memory_pool(pool)
+    if "jemalloc" in pa.supported_memory_backends():  # else a build without it: mimalloc stays
+        pa.set_memory_pool(pa.jemalloc_memory_pool())

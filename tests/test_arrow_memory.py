@@ -40,15 +40,9 @@ def _pools(**env: str) -> list[str]:
     return result.stdout.split()
 
 
-def _jemalloc_built() -> bool:
-    try:
-        pa.jemalloc_memory_pool()
-    except NotImplementedError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _jemalloc_built(), reason="this pyarrow was built without jemalloc")
+@pytest.mark.skipif(
+    "jemalloc" not in pa.supported_memory_backends(), reason="a pyarrow built without jemalloc"
+)
 def test_a_replay_moves_arrow_to_jemalloc():
     assert _pools() == ["mimalloc", "jemalloc"]
 
