@@ -24,6 +24,15 @@ def _fake_java(folder: Path) -> Path:
     return java
 
 
+def _run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
+    environ.pop(session.LOG_LEVEL_VARIABLE, None)
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600
+    )
+
+
 def test_missing_java_is_a_clear_one_line_error_and_starts_nothing(monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk-here"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
@@ -71,21 +80,9 @@ def test_importing_the_spark_modules_starts_no_jvm():
         "assert engine.spark.session._session is None\n"
         "print('no jvm')\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
+    result = _run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "no jvm"
-
-
-def _run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
-    environ.pop(session.LOG_LEVEL_VARIABLE, None)
-    environ.update(env)
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600
-    )
 
 
 def test_a_process_that_started_spark_leaves_no_folder_behind_stopped_or_not():
@@ -117,10 +114,7 @@ def test_a_process_that_started_spark_leaves_no_folder_behind_stopped_or_not():
 def test_a_failed_start_keeps_the_log_its_error_names(tmp_path):
     # a java that exits at once: launch_gateway fails, and the error names the JVM's log
     java_home = tmp_path / "jdk"
-    (java_home / "bin").mkdir(parents=True)
-    java = java_home / "bin" / "java"
-    java.write_text("#!/bin/sh\necho 'not a JVM' >&2\nexit 1\n")
-    java.chmod(0o755)
+    _fake_java(java_home / "bin")
     code = (
         "from engine.spark.session import spark_session, SparkStartError\n"
         "try:\n"

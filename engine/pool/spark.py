@@ -285,7 +285,7 @@ class SparkExecutor:
 
     def _start(self, start: Any) -> None:
         try:
-            if self.master is None or self.master.startswith("local"):
+            if self._same_machine:
                 # In local mode the JVM starts on the cores that the applier and the local
                 # processes preparing meanwhile already use: starting it at the lowest priority
                 # (its processes inherit this thread's) keeps its start-up from holding the apply

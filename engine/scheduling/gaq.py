@@ -12,7 +12,7 @@ The queue is plain data, not thread-safe: the parallel applier guards it with it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -56,7 +56,7 @@ class GroupAssignmentQueue(Generic[T]):
 
     @property
     def next_ordinal(self) -> int:
-        return self._lwm + len(self._entries) - self._head + 1
+        return self._lwm + len(self) + 1
 
     def __len__(self) -> int:
         return len(self._entries) - self._head
@@ -74,7 +74,7 @@ class GroupAssignmentQueue(Generic[T]):
 
     def entry(self, ordinal: int) -> GroupEntry[T]:
         index = ordinal - self._lwm - 1
-        if not 0 <= index < len(self._entries) - self._head:
+        if not 0 <= index < len(self):
             raise KeyError(f"ordinal {ordinal} is not in the queue (LWM {self._lwm})")
         return self._entries[self._head + index]
 
@@ -115,13 +115,18 @@ class GroupAssignmentQueue(Generic[T]):
         """The entries after the LWM, committed or not, in ordinal order."""
         return self._entries[self._head :]
 
+    def _after_lwm(self) -> Iterator[GroupEntry[T]]:
+        """pending() without copying them."""
+        entries = self._entries
+        return (entries[index] for index in range(self._head, len(entries)))
+
     def uncommitted(self) -> int:
-        return sum(1 for e in self.pending() if not e.committed)
+        return sum(1 for e in self._after_lwm() if not e.committed)
 
     def checkpoint(self, worker: int) -> WorkerCheckpoint:
         bits = bytearray((len(self) + 7) // 8)
         seqno = 0
-        for index, entry in enumerate(self.pending()):
+        for index, entry in enumerate(self._after_lwm()):
             if entry.worker == worker and entry.committed:
                 bits[index // 8] |= 1 << (index % 8)
                 seqno = index + 1
