@@ -1,12 +1,13 @@
 """One timed replay with the engine of another checkout of relaydeck, in its own interpreter.
 
     CHECKOUT/.venv/bin/python benchmarks/checkout_replay.py --channel NAME=INDEX [...]
-        --expected DIR [--workers N --pool processes|threads|spark [--parallel-type TYPE]]
+        --expected DIR [--workers N --pool processes|threads|spark [--parallel-type TYPE]
+        [--preserve-commit-order on|off]]
 
 Run with PYTHONPATH=CHECKOUT, so that `engine` is that checkout's (this file imports nothing of the
 checkout it sits in). It replays the channels into a fresh slave, compares the tables with the
 expected CSVs and prints one JSON line: seconds (the whole run, the slave's close included),
-seconds_to_last_commit, transactions, errors, identical_tables. Only the
+seconds_to_last_commit, transactions, DuckDB commits, errors, identical_tables. Only the
 interface every version shares is used: Replay (with on_commit), ChannelSpec, ParallelOptions,
 differences.
 """
@@ -39,6 +40,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=0, help="0: the single applier")
     parser.add_argument("--pool", default="processes")
     parser.add_argument("--parallel-type", default=None)
+    parser.add_argument("--preserve-commit-order", choices=("on", "off"), default=None)
     args = parser.parse_args()
     channels = [
         ChannelSpec(name, Path(index)) for name, index in (text.split("=", 1) for text in args.channel)
@@ -48,6 +50,8 @@ def main() -> int:
         settings: dict[str, object] = {"workers": args.workers, "pool": args.pool}
         if args.parallel_type:
             settings["parallel_type"] = args.parallel_type
+        if args.preserve_commit_order:
+            settings["preserve_commit_order"] = args.preserve_commit_order == "on"
         parallel = ParallelOptions(**settings)  # type: ignore[arg-type]
     work = Path(tempfile.mkdtemp(prefix="relaydeck-bench-checkout-"))
     last_commit = [0.0]
@@ -64,6 +68,7 @@ def main() -> int:
         seconds = time.perf_counter() - start
         errors = [o.error.one_line() for o in outcomes if o.error]
         transactions = sum(o.stats.transactions for o in outcomes if o.stats)
+        commits = sum(o.stats.commits for o in outcomes if o.stats)
         slave = Slave(work / "slave.duckdb")
         try:
             diffs = differences(slave, args.expected)
@@ -75,6 +80,7 @@ def main() -> int:
                     "seconds": seconds,
                     "seconds_to_last_commit": last_commit[0] - start if last_commit[0] else seconds,
                     "transactions": transactions,
+                    "commits": commits,
                     "errors": errors,
                     "identical_tables": not diffs and not errors,
                 }
