@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # OpenBLAS starts its server threads only where it may use more than one core
-ONE_CORE = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no server thread")
+NEEDS_TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no server thread")
 REPORT = (
     "import os, engine, numpy; print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])"
 )
@@ -29,12 +29,12 @@ def _environment_without_the_setting() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
 
 
-@ONE_CORE
+@NEEDS_TWO_CORES
 def test_numpy_imported_after_the_engine_runs_on_the_importing_thread_alone() -> None:
     assert _threads_and_setting(_environment_without_the_setting()) == (1, "1")
 
 
-@ONE_CORE
+@NEEDS_TWO_CORES
 def test_a_thread_count_the_user_chose_is_kept() -> None:
     env = {**_environment_without_the_setting(), "OPENBLAS_NUM_THREADS": "2"}
     threads, setting = _threads_and_setting(env)
