@@ -271,11 +271,7 @@ class _RunBuilder:
         )
         self.op_starts.append(before)
         self.sources.append(None)
-        kept = self._maria.get(domain)
-        if kept is not None and seq_no >= kept[1]:  # the usual case: seq_no grows within a domain
-            self._maria[domain] = (kept[0], seq_no, server_id)
-        else:
-            self._maria_gtid(domain, server_id, seq_no)
+        self._maria_gtid(domain, server_id, seq_no)
         return True
 
     def _plan(self, table_map: TableMap, type_code: int, width: int) -> _Plan | None:
@@ -301,11 +297,10 @@ class _RunBuilder:
         entry = self._maria.get(domain)
         if entry is None:
             self._maria[domain] = (seq_no, seq_no, server_id)
+        elif seq_no >= entry[1]:  # the usual case, seq_no growing: the lowest stays
+            self._maria[domain] = (entry[0], seq_no, server_id)
         else:
-            lowest, highest, server = entry
-            if seq_no >= highest:
-                highest, server = seq_no, server_id
-            self._maria[domain] = (min(lowest, seq_no), highest, server)
+            self._maria[domain] = (min(entry[0], seq_no), entry[1], entry[2])
 
     def _take_back(self, marks: dict[tuple[str, str], tuple[int, int, int] | None]) -> None:
         """Each table back where marks say it stood before the transaction being added."""
