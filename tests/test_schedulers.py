@@ -43,10 +43,6 @@ def _bits(bitmap: bytes) -> set[int]:
     return {i for i in range(len(bitmap) * 8) if bitmap[i // 8] >> (i % 8) & 1}
 
 
-def _ordinals(entries) -> list[int]:  # type: ignore[no-untyped-def]
-    return [e.ordinal for e in entries]
-
-
 def test_gaq_wl5569_worked_example() -> None:
     # The seed numbers the groups 0..4 (sequence numbers in the master binlog). The queue hands out
     # lwm+1, lwm+2, ...: constructed with lwm=-1 its ordinals are exactly the seed's 0..4.
@@ -76,9 +72,7 @@ def test_gaq_wl5569_worked_example() -> None:
     assert (w2.seqno, _bits(w2.bitmap)) == (0, set())
 
     # W#2 commits group 0: the head discards it and the committed group 1; NLWM points at group 2.
-    passed = gaq.commit([0])
-    assert [(e.ordinal, e.worker) for e in passed] == [(0, 2), (1, 1)]
-    assert all(e.committed for e in passed)
+    assert gaq.commit([0]) == ["group 0", "group 1"]
     assert gaq.lwm == 1 and len(gaq) == 3
     assert [(e.ordinal, e.worker, e.committed) for e in gaq.pending()] == [
         (2, 1, False),
@@ -92,12 +86,12 @@ def test_gaq_wl5569_worked_example() -> None:
     assert (w1.seqno, _bits(w1.bitmap)) == (0, set())
 
     # W#1 commits group 2: the queue becomes | 3 W#2 | 4 W#3 committed |.
-    assert _ordinals(gaq.commit([2])) == [2]
+    assert gaq.commit([2]) == ["group 2"]
     assert gaq.lwm == 2 and len(gaq) == 2
     assert [(e.ordinal, e.worker, e.committed) for e in gaq.pending()] == [(3, 2, False), (4, 3, True)]
 
     # "at last when W #2 commits it becomes empty".
-    assert _ordinals(gaq.commit([3])) == [3, 4]
+    assert gaq.commit([3]) == ["group 3", "group 4"]
     assert gaq.lwm == 4 and len(gaq) == 0 and gaq.pending() == []
     assert gaq.uncommitted() == 0
     assert gaq.next_ordinal == 5
@@ -105,11 +99,11 @@ def test_gaq_wl5569_worked_example() -> None:
 
 
 def test_gaq_default_starts_after_lwm() -> None:
-    gaq: GroupAssignmentQueue[None] = GroupAssignmentQueue(lwm=41)
+    gaq: GroupAssignmentQueue[str] = GroupAssignmentQueue(lwm=41)
     assert gaq.next_ordinal == 42
-    assert gaq.enqueue(0, None) == 42
-    assert gaq.enqueue(1, None) == 43
-    assert _ordinals(gaq.commit([42, 43])) == [42, 43]
+    assert gaq.enqueue(0, "a") == 42
+    assert gaq.enqueue(1, "b") == 43
+    assert gaq.commit([42, 43]) == ["a", "b"]
     assert gaq.lwm == 43
 
 
@@ -760,6 +754,7 @@ def test_a_unique_key_s_nulls_are_left_out_of_the_one_pass_and_anything_else_goe
         st.one_of(
             st.tuples(st.just("enqueue"), st.lists(st.integers(1, 4), min_size=1, max_size=6)),
             st.tuples(st.just("commit"), st.lists(st.integers(0, 40), max_size=6)),
+            st.tuples(st.just("move"), st.lists(st.integers(0, 40), max_size=3)),
         ),
         max_size=40,
     ),
@@ -777,24 +772,30 @@ def test_the_gaq_answers_as_a_plain_model_of_its_entries_does_while_dropping_pas
         if kind == "enqueue":
             first = gaq.next_ordinal
             if len(values) % 2:
-                gaq.enqueue_all((w, first + i) for i, w in enumerate(values))
+                gaq.enqueue_all(values, [first + i for i in range(len(values))])
             else:
                 assert [gaq.enqueue(w, first + i) for i, w in enumerate(values)] == list(
                     range(first, first + len(values))
                 )
             workers.update({first + i: w for i, w in enumerate(values)})
+        elif kind == "move":  # a worker takes pending groups along from other workers' queues
+            pending = [o for o in sorted(workers) if o > model_lwm]
+            for v in values if pending else ():
+                ordinal = pending[v % len(pending)]
+                workers[ordinal] = v % 4 + 1
+                gaq.move_to(ordinal, workers[ordinal])
         else:
             pending = [o for o in sorted(workers) if o > model_lwm]
             if not pending:
                 continue
-            chosen = sorted({pending[v % len(pending)] for v in values})
+            # in the order drawn: a worker's batch may hold its ordinals out of order
+            chosen = list(dict.fromkeys(pending[v % len(pending)] for v in values))
             before = model_lwm
             committed.update(chosen)
             while model_lwm + 1 in committed:
                 model_lwm += 1
-            passed = gaq.commit(chosen)
-            assert [e.ordinal for e in passed] == list(range(before + 1, model_lwm + 1))
-            assert [e.item for e in passed] == [e.ordinal for e in passed]
+            # each item is its ordinal: the items of the entries the head passed, oldest first
+            assert gaq.commit(chosen) == list(range(before + 1, model_lwm + 1))
         assert gaq.lwm == model_lwm
         after = [o for o in sorted(workers) if o > model_lwm]
         assert len(gaq) == len(after)
@@ -810,9 +811,12 @@ def test_the_gaq_answers_as_a_plain_model_of_its_entries_does_while_dropping_pas
                     workers[ordinal],
                     ordinal in committed,
                 )
+                assert gaq.worker_of(ordinal) == workers[ordinal]
             else:
                 with pytest.raises(KeyError):
                     gaq.entry(ordinal)
+                with pytest.raises(KeyError):
+                    gaq.worker_of(ordinal)
             through = ordinal <= model_lwm or (
                 ordinal < gaq.next_ordinal and all(o in committed for o in range(model_lwm + 1, ordinal + 1))
             )

@@ -170,6 +170,7 @@ class Scheduling(ChannelWork):
             with self._lock:
                 self._enqueue_piece_locked(jobs)
                 self._run_left -= count
+            self._scheduled.add_all([job.txn.gtid for job in jobs if job.txn.gtid])
             index += count
 
     def _schedule_in_partitions(self, run: PreparedRun, start: int = 0) -> None:
@@ -212,6 +213,7 @@ class Scheduling(ChannelWork):
                     loads[claim.worker] += txn.size
                     ordinal += 1
                 self._enqueue_piece_locked(jobs)
+            self._scheduled.add_all([job.txn.gtid for job in jobs if job.txn.gtid])
             index += len(jobs)
             if len(jobs) < count:
                 self._schedule(transactions[index], prepared=(run, index))
@@ -422,9 +424,10 @@ class Scheduling(ChannelWork):
 
     def _enqueue_piece_locked(self, jobs: list[Job]) -> None:
         """Jobs numbered from the GAQ's next ordinal on, each with its worker, enqueued in order
-        with one wake-up of the workers (the caller holds the lock and has waited for room)."""
+        with one wake-up of the workers (the caller holds the lock and has waited for room; it
+        adds their GTIDs to _scheduled, the coordinator's own, once it has let the lock go)."""
         workers = self._workers
-        self._gaq.enqueue_all((job.worker, job) for job in jobs)
+        self._gaq.enqueue_all([job.worker for job in jobs], jobs)
         for job in jobs:
             worker = workers[job.worker]
             worker.queue.append(job)
@@ -434,7 +437,6 @@ class Scheduling(ChannelWork):
             worker.status.queued = len(worker.queue)
         self._caught_up = False
         self._lock.notify_all()
-        self._scheduled.add_all([job.txn.gtid for job in jobs if job.txn.gtid])
 
     def _enqueue(self, job: Job, worker_index: int) -> None:
         size = job.txn.size

@@ -199,7 +199,7 @@ class Workers(ChannelWork):
         if worker.queue and worker.queue[0].ordinal == ordinal:
             return worker.queue
         try:
-            holder = self._workers[self._gaq.entry(ordinal).worker]
+            holder = self._workers[self._gaq.worker_of(ordinal)]
         except KeyError:
             return None
         if holder.queue and holder.queue[0].ordinal == ordinal:
@@ -212,7 +212,7 @@ class Workers(ChannelWork):
         origin.status.queued = len(origin.queue)
         job.worker = to.status.worker - 1
         to.queued_bytes += job.txn.size
-        self._gaq.entry(job.ordinal).worker = job.worker
+        self._gaq.move_to(job.ordinal, job.worker)
 
     @staticmethod
     def _contiguous(queue: deque[Job], enough: int) -> int:
@@ -306,10 +306,10 @@ class Workers(ChannelWork):
             self.on_commit([job.txn for job in batch])
         last = batch[-1].txn
         with self._lock:
-            passed = self._gaq.commit(job.ordinal for job in batch)
-            self._lwm_executed.add_all([entry.item.txn.gtid for entry in passed if entry.item.txn.gtid])
+            passed = self._gaq.commit([job.ordinal for job in batch])
+            self._lwm_executed.add_all([job.txn.gtid for job in passed if job.txn.gtid])
             if passed:
-                self._lwm_job = passed[-1].item
+                self._lwm_job = passed[-1]
             self._release_locked(batch)
             self._ramp.grow()
             status = worker.status

@@ -381,7 +381,7 @@ class Slave:
                 "source_log_file": pa.array(source_file, pa.string()),
                 "source_log_pos": pa.array(source_pos, pa.int64()),
                 "worker": pa.array(worker, pa.int32()),
-                "committed_at": pa.array([now] * len(gtid), pa.timestamp("us")),
+                "committed_at": pa.repeat(pa.scalar(now, pa.timestamp("us")), len(gtid)),
             }
         )
         self.con.register("__relaydeck_commits", table)
