@@ -229,6 +229,52 @@ def test_updating_a_row_the_slave_lacks_is_error_1032(con):
     assert caught.value.errno == 1032
 
 
+def test_a_row_that_must_exist_and_stays_is_updated_where_it_is(con):
+    """An update, and a delete and insert of one key, change the row in place; a key that
+    changes is deleted and inserted. The batch's end state is the same either way."""
+    con.execute("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    before = dict(con.execute("SELECT id, rowid FROM db.t").fetchall())
+    applier = RowApplier(con)
+    t = table(("id",))
+    applier.add(images(RowsKind.UPDATE, [(1, "a")], [(1, "a2")]), t)
+    applier.add(images(RowsKind.DELETE, [(2, "b")], None), t)
+    applier.add(images(RowsKind.WRITE, None, [(2, "b2")]), t)
+    applier.add(images(RowsKind.UPDATE, [(3, "c")], [(4, "d")]), t)
+    applier.add(images(RowsKind.WRITE, None, [(5, "e")]), t)
+    applier.flush()
+    assert rows(con) == [(1, "a2"), (2, "b2"), (4, "d"), (5, "e")]
+    after = dict(con.execute("SELECT id, rowid FROM db.t").fetchall())
+    assert after[1] == before[1] and after[2] == before[2]
+
+
+def test_the_first_offending_operation_is_reported_whichever_statement_met_it(con):
+    """A missing row for an in-place update and a present row for an insert are found by
+    different statements; the error is the first in stream order all the same."""
+    con.execute("INSERT INTO db.t VALUES (1, 'a'), (3, 'c')")
+    t = table(("id",))
+
+    def outcome(*events: RowImages) -> tuple[int, str] | None:
+        con.execute("BEGIN")
+        applier = RowApplier(con)
+        for event in events:
+            applier.add(event, t)
+        try:
+            applier.flush()
+        except ApplyError as exc:
+            return exc.errno, exc.message
+        finally:
+            con.execute("ROLLBACK")
+        return None
+
+    update_missing = images(RowsKind.UPDATE, [(1, "a"), (2, "b")], [(1, "a2"), (2, "b2")])
+    insert_present = images(RowsKind.WRITE, None, [(3, "again")])
+    errno, message = outcome(update_missing, insert_present)
+    assert errno == 1032 and "key 2" in message
+    errno, message = outcome(insert_present, update_missing)
+    assert errno == 1062 and "'3'" in message
+    assert rows(con) == [(1, "a"), (3, "c")]
+
+
 def test_without_a_key_a_delete_removes_one_of_two_identical_rows(con):
     con.execute("INSERT INTO db.t VALUES (1, 'same'), (1, 'same'), (2, NULL)")
     applier = RowApplier(con)
