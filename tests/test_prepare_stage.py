@@ -5,7 +5,7 @@ prepared transactions exactly as it schedules transactions it read itself."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -205,11 +205,10 @@ class _RecordingApplier(ParallelApplier):
             note(job)
             return enqueue(worker, job)
 
-        def recording_all(workers_and_jobs: Iterable[tuple[int, Job]]) -> None:  # or in pieces
-            pairs = list(workers_and_jobs)
-            for _, job in pairs:
+        def recording_all(workers: Sequence[int], jobs: Sequence[Job]) -> None:  # or in pieces
+            for job in jobs:
                 note(job)
-            enqueue_all(pairs)
+            enqueue_all(workers, jobs)
 
         self._gaq.enqueue = recording  # type: ignore[method-assign]
         self._gaq.enqueue_all = recording_all  # type: ignore[method-assign]

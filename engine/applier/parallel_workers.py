@@ -288,9 +288,9 @@ class Workers(ChannelWork):
         if prepared:
             self._apply_prepared(session, executor, prepared)
         executor.flush()
-        session.record_transactions(
-            self.channel, [job.ordinal for job in batch], [job.txn for job in batch], worker.status.worker
-        )
+        ordinals = [job.ordinal for job in batch]
+        transactions = [job.txn for job in batch]
+        session.record_transactions(self.channel, ordinals, transactions, worker.status.worker)
         first = batch[0].ordinal
         with self._lock:
             if self.options.preserve_commit_order:
@@ -303,10 +303,10 @@ class Workers(ChannelWork):
                 raise ChannelAborted
         session.commit()
         if self.on_commit is not None:
-            self.on_commit([job.txn for job in batch])
+            self.on_commit(transactions)
         last = batch[-1].txn
         with self._lock:
-            passed = self._gaq.commit([job.ordinal for job in batch])
+            passed = self._gaq.commit(ordinals)
             self._lwm_executed.add_all([job.txn.gtid for job in passed if job.txn.gtid])
             if passed:
                 self._lwm_job = passed[-1]

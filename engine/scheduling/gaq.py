@@ -111,12 +111,14 @@ class GroupAssignmentQueue(Generic[T]):
     def commit(self, ordinals: Iterable[int]) -> list[T]:
         """Mark groups committed; returns the items of the entries the head moved past (oldest
         first)."""
-        indexes = [self._index(ordinal) for ordinal in ordinals]  # all known, or none marked
+        ordinals = list(ordinals)
         committed = self._committed
-        if indexes and indexes[-1] - indexes[0] == len(indexes) - 1 and sorted(indexes) == indexes:
-            committed[indexes[0] : indexes[-1] + 1] = b"\x01" * len(indexes)  # consecutive
+        if ordinals and ordinals == list(range(ordinals[0], ordinals[0] + len(ordinals))):
+            # consecutive (a batch with commit order kept): known if both ends are
+            first, last = self._index(ordinals[0]), self._index(ordinals[-1])
+            committed[first : last + 1] = b"\x01" * len(ordinals)
         else:
-            for index in indexes:
+            for index in [self._index(ordinal) for ordinal in ordinals]:  # all known, or none marked
                 committed[index] = 1
         head = self._head
         end = committed.find(0, head)
