@@ -374,10 +374,17 @@ def _python_found_mask(reduced: pa.Table, keys: list[str], found: pa.Table) -> p
 
 
 class Statements:
-    """apply_ops's statements on one table, each over an Arrow table registered for it."""
+    """apply_ops's statements on one table, over the batch's reduced operations (registered once).
 
-    UPDATED = "__relaydeck_updated"
-    REPLACED = "__relaydeck_reduced"
+    Its keys fall into three kinds, by the `must` of their first operation and the `op` of their
+    last: kept (the row must be there and stays: updated in place), removed (must be there and
+    goes: deleted) and new (must not be there: inserted where the batch leaves it present)."""
+
+    NAME = "__relaydeck_reduced"
+    KEPT = "o.must = 1 AND o.op = 1"
+    REMOVED = "o.must = 1 AND o.op = 0"
+    NEW = "o.must IS DISTINCT FROM 1"  # 0, or null: the key an update moved the row to
+    EVERY = "TRUE"
 
     def __init__(
         self,
@@ -385,6 +392,7 @@ class Statements:
         table: MysqlTable,
         catalog: str | None,
         key_positions: tuple[int, ...],
+        reduced: pa.Table,
     ) -> None:
         self.con = con
         self.table = table
@@ -393,42 +401,37 @@ class Statements:
         key_names = [quote_ident(table.columns[i].name) for i in key_positions]
         self.key_list = ", ".join(f"t.{k}" for k in key_names)
         self.join = " AND ".join(f"t.{k} = o.c{i}" for k, i in zip(key_names, key_positions, strict=True))
-        self._registered: list[str] = []
+        con.register(self.NAME, reduced)
 
-    def _register(self, name: str, data: pa.Table) -> None:
-        self.con.register(name, data)
-        self._registered.append(name)
-
-    def update(self, updated: pa.Table) -> str:
-        """UPDATE of every key of `updated` to its row's values (found(): which keys it found)."""
-        self._register(self.UPDATED, updated)
+    def update(self) -> str:
+        """Every kept key set to its last values: the statement's count is the rows it found."""
         sets = ", ".join(
             f"{quote_ident(column.name)} = o.c{i}"
             for i, column in enumerate(self.table.columns)
             if i not in self.key_positions
         )
-        return f"UPDATE {self.target} AS t SET {sets} FROM {self.UPDATED} AS o WHERE {self.join}"
+        return f"UPDATE {self.target} AS t SET {sets} FROM {self.NAME} AS o WHERE {self.join} AND {self.KEPT}"
 
-    def updated_keys_found(self) -> str:
-        """The keys of update()'s table that the slave's table holds."""
-        return f"SELECT {self.key_list} FROM {self.target} AS t JOIN {self.UPDATED} AS o ON {self.join}"
+    def delete(self, kind: str) -> str:
+        return f"DELETE FROM {self.target} AS t USING {self.NAME} AS o WHERE {self.join} AND {kind}"
 
-    def delete(self, replaced: pa.Table) -> str:
-        """DELETE of every key of `replaced` (insert() then inserts the rows it leaves present)."""
-        self._register(self.REPLACED, replaced)
-        return f"DELETE FROM {self.target} AS t USING {self.REPLACED} AS o WHERE {self.join}"
+    def found(self, kind: str) -> str:
+        """The keys of a kind the slave's table holds now."""
+        return f"SELECT {self.key_list} FROM {self.target} AS t JOIN {self.NAME} AS o ON {self.join} WHERE {kind}"
 
-    def insert(self) -> str:
+    def count_found(self, kind: str) -> str:
+        return f"SELECT count(*) FROM {self.target} AS t JOIN {self.NAME} AS o ON {self.join} WHERE {kind}"
+
+    def insert(self, kind: str) -> str:
         columns = ", ".join(quote_ident(c.name) for c in self.table.columns)
         values = ", ".join(f"c{i}" for i in range(len(self.table.columns)))
         # In the order the keys first came, not sorted by key: the slave's tables keep no index a
         # sorted insert would help, and sorting a large batch cost 4-6% of the MariaDB capture's
         # replay under LOGICAL_CLOCK, where one worker applies the chain.
-        return f"INSERT INTO {self.target} ({columns}) SELECT {values} FROM {self.REPLACED} WHERE op = 1"
+        return f"INSERT INTO {self.target} ({columns}) SELECT {values} FROM {self.NAME} AS o WHERE o.op = 1 AND {kind}"
 
     def close(self) -> None:
-        for name in self._registered:
-            unregister(self.con, name)
+        unregister(self.con, self.NAME)
 
 
 class RowApplier:
@@ -518,56 +521,66 @@ class RowApplier:
         """Apply one table's operations (seq, op, must, c0…cN, as _ops_table builds them), whoever
         collected them: this applier, or a worker process of the process pool.
 
-        A key whose row must exist and still exists at the end (an UPDATE, or a DELETE and INSERT
-        of one key) is updated in place; the others are deleted, and inserted where they end
-        present. In place, DuckDB rewrites only the values where replacing appends whole rows
+        Kept keys (see Statements) are updated in place, removed ones deleted, new ones inserted.
+        In place, DuckDB rewrites only the values where deleting and inserting appends whole rows
         and marks the old ones deleted: measured on sysbench-shaped tables of 10,000 rows, 3,000
-        keys a table, a batch committed in 0.65 of the time, and the file stopped growing
-        between checkpoints. The UPDATE's count of rows says whether it found every key (the keys
-        of `reduced` are distinct); asking which keys only when it did not saved another third.
-        Without strict checks every key is replaced: a row the batch updates is there afterwards
-        even where it was missing."""
+        keys a table, a batch committed in 0.65 of the time, and the file stopped growing between
+        checkpoints. MySQL's errors 1032 and 1062 are decided by counts where they can be (the
+        keys of `reduced` are distinct): the rows the UPDATE found, the new keys the table already
+        holds (none); which keys, only when a count is off. Without strict checks every key is
+        deleted and inserted again: a row the batch updates is there afterwards even where it was
+        missing."""
         keys = [f"c{i}" for i in key_positions]
         reduced = reduce_by_key(ops, keys)
-        in_place: pa.Array | None = None
-        updated_count = 0
-        if self.strict and len(key_positions) < len(table.columns):
-            in_place = pc.fill_null(
-                pc.and_(pc.equal(reduced.column("must"), 1), pc.equal(reduced.column("op"), 1)), False
-            )
-            updated_count = pc.sum(in_place).as_py() or 0
-        parts = Statements(self.con, table, self.catalog, key_positions)
+        parts = Statements(self.con, table, self.catalog, key_positions, reduced)
         try:
             with row_event_errors(table):
-                checked: list[tuple[pa.Table, pa.Table]] = []
-                if updated_count:
-                    updated = reduced if updated_count == reduced.num_rows else reduced.filter(in_place)
-                    (changed,) = self.con.execute(parts.update(updated)).fetchone()  # type: ignore[misc]
-                    if changed != updated.num_rows:
-                        # a key missing (the error names it), or held twice by a slave that diverged
-                        checked.append((updated, self._found_keys(parts.updated_keys_found(), updated, keys)))
-                replaced = None
-                if updated_count < reduced.num_rows:
-                    replaced = reduced.filter(pc.invert(in_place)) if updated_count else reduced
-                    delete = parts.delete(replaced)
-                    if self.strict:
-                        checked.append(
-                            (
-                                replaced,
-                                self._found_keys(f"{delete} RETURNING {parts.key_list}", replaced, keys),
-                            )
-                        )
-                    else:
-                        self.con.execute(delete)
-                self._check(checked, keys, table)
-                if replaced is not None:
-                    self.con.execute(parts.insert())
+                if not self.strict:
+                    self.con.execute(parts.delete(Statements.EVERY))
+                    self.con.execute(parts.insert(Statements.EVERY))
+                else:
+                    self._apply_checked(parts, reduced, keys, table)
         finally:
             parts.close()
         self.rows_applied += rows
 
+    def _apply_checked(
+        self, parts: Statements, reduced: pa.Table, keys: list[str], table: MysqlTable
+    ) -> None:
+        """apply_ops with MySQL's checks: every key of each kind found as its first operation needs."""
+        must_exist = pc.fill_null(pc.equal(reduced.column("must"), 1), False)
+        present = pc.equal(reduced.column("op"), 1)
+        kept = pc.and_(must_exist, present)
+        removed = pc.and_(must_exist, pc.invert(present))
+        kept_count, removed_count = pc.sum(kept).as_py() or 0, pc.sum(removed).as_py() or 0
+        new_count = reduced.num_rows - kept_count - removed_count
+        checked: list[tuple[pa.Table, pa.Table]] = []
+
+        def which(mask: pa.Array, kind: str) -> None:  # a count was off: the keys that decide the error
+            part = reduced.filter(mask)
+            checked.append((part, self._found_keys(parts.found(kind), part, keys)))
+
+        if kept_count:
+            if len(keys) < len(table.columns):
+                (found,) = self.con.execute(parts.update()).fetchone()  # type: ignore[misc]
+            else:  # nothing but the key: the row is what it was
+                (found,) = self.con.execute(parts.count_found(Statements.KEPT)).fetchone()  # type: ignore[misc]
+            if found != kept_count:  # a row missing, or a key held twice by a slave that diverged
+                which(kept, Statements.KEPT)
+        if removed_count:
+            part = reduced.filter(removed)
+            delete = f"{parts.delete(Statements.REMOVED)} RETURNING {parts.key_list}"
+            checked.append((part, self._found_keys(delete, part, keys)))
+        if new_count:
+            (found,) = self.con.execute(parts.count_found(Statements.NEW)).fetchone()  # type: ignore[misc]
+            if found:
+                which(pc.invert(must_exist), Statements.NEW)
+        self._check(checked, keys, table)
+        if new_count:
+            self.con.execute(parts.insert(Statements.NEW))
+
     def _found_keys(self, statement_returning: str, reduced: pa.Table, keys: list[str]) -> pa.Table:
-        """The keys a DELETE … RETURNING (or a SELECT) found, in the columns `keys` of `reduced`.
+        """The keys a DELETE … RETURNING or a SELECT found, in the columns `keys` of `reduced`.
 
         A small batch's come back as rows: through a relation's Arrow result the DELETE and the
         INSERT after it took 2.8-4.2 ms for 13 keys, as rows 1.4-1.9 ms (two rounds of 400), a
