@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,9 @@ class PreparedRun:
         gtid, start_file, start_pos, end_file, end_pos, *rest = columns
         starts = map(Position, start_file, start_pos)
         ends = map(Position, end_file, end_pos)
-        self.transactions = list(map(TransactionRecord, gtid, starts, ends, *rest))
+        # tuple.__new__ skips the named tuple's Python-level __new__: a quarter of the time
+        fields = zip(gtid, starts, ends, *rest, strict=True)
+        self.transactions = list(map(tuple.__new__, repeat(TransactionRecord), fields))  # type: ignore[arg-type]
 
     @property
     def start(self) -> Position:
