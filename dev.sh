@@ -15,9 +15,9 @@ ensure_venv() {
     "$PY" -m venv "$VENV"
   fi
   local stamp="$VENV/.installed-$1"
-  # setup.py and the .pyx/.pxd files: the compiled hot paths are rebuilt when their sources change
+  # setup.py and the .pyx/.pxd/.h files: the compiled hot paths are rebuilt when their sources change
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-    || [ -n "$(find engine \( -name '*.pyx' -o -name '*.pxd' \) -newer "$stamp")" ]; then
+    || [ -n "$(find engine \( -name '*.pyx' -o -name '*.pxd' -o -name '*.h' \) -newer "$stamp")" ]; then
     ensure_compiler
     "$VENV/bin/pip" install --quiet --upgrade pip
     if [ "$1" = test ]; then
@@ -31,14 +31,17 @@ ensure_venv() {
 
 ensure_compiler() {
   # the compiled row decoder needs a C compiler and Python's headers (without them relaydeck
-  # still runs, on the slower pure-Python decoder)
+  # still runs, on the slower pure-Python decoder); the events' CRC32 uses zlib, or ISA-L
+  # (libisal-dev) where it is installed
   local headers
   headers=$("$VENV/bin/python" -c 'import os, sysconfig; print(os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))')
-  command -v cc >/dev/null 2>&1 && [ "$headers" = True ] && [ -f /usr/include/zlib.h ] && return 0
+  command -v cc >/dev/null 2>&1 && [ "$headers" = True ] && [ -f /usr/include/zlib.h ] \
+    && [ -f /usr/include/isa-l/crc.h ] && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq || true
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq gcc python3-dev zlib1g-dev >/dev/null || true
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libisal-dev >/dev/null || true
 }
 
 ensure_mariadb_client() {

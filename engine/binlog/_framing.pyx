@@ -1,10 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The reader's event loop in C: the compiled form of reader.BinlogFile._events.
 
-The same steps in the same order, with the same errors: common header, bounds, CRC32 (zlib's,
-over the mapped bytes, without copying them), one copy of the body, the event's decoder, the
-positions. Only the per-event work of the loop moves to C; the decoders and everything that
-happens once per file (format descriptions, transaction payloads) stay the Python ones.
+The same steps in the same order, with the same errors: common header, bounds, CRC32
+(event_crc.h, over the mapped bytes, without copying them), one copy of the body, the event's
+decoder, the positions. Only the per-event work of the loop moves to C; the decoders and
+everything that happens once per file (format descriptions, transaction payloads) stay the
+Python ones.
 tests/test_framing_compiled.py checks that both forms give the same events and errors.
 """
 
@@ -14,7 +15,7 @@ from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, realloc
 
 from engine.binlog._bytes cimport le
-from engine.binlog._zlib cimport crc32
+from engine.binlog._event_crc cimport event_crc32
 
 
 cdef enum:
@@ -84,7 +85,7 @@ cdef object _checked_body(object data, Py_ssize_t pos, Py_ssize_t body_end, bint
     cdef const unsigned char* p = <const unsigned char*> view.buf
     cdef object body
     try:
-        if checksum and crc32(0, p + pos, <unsigned int> (body_end - pos)) != <uint32_t> le(p + body_end, 4):
+        if checksum and event_crc32(p + pos, <size_t> (body_end - pos)) != <uint32_t> le(p + body_end, 4):
             return None
         body = PyBytes_FromStringAndSize(<const char*> p + pos + HEADER_LEN, body_end - pos - HEADER_LEN)
     finally:

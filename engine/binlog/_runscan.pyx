@@ -18,7 +18,7 @@ from libc.stdint cimport uint32_t
 from libc.string cimport memcpy
 
 from engine.binlog._bytes cimport all_set, le
-from engine.binlog._zlib cimport crc32
+from engine.binlog._event_crc cimport event_crc32
 
 
 cdef enum:
@@ -81,7 +81,7 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
             body_end -= CHECKSUM_LEN
             if body_end < body:
                 return None
-            if crc32(0, p + pos, <unsigned int> (body_end - pos)) != <uint32_t> le(p + body_end, 4):
+            if event_crc32(p + pos, <size_t> (body_end - pos)) != <uint32_t> le(p + body_end, 4):
                 return None
         n = body_end - body
         if first:
