@@ -229,6 +229,21 @@ def test_updating_a_row_the_slave_lacks_is_error_1032(con):
     assert caught.value.errno == 1032
 
 
+def error_of(con, t: MysqlTable, *events: RowImages) -> tuple[int, str] | None:  # type: ignore[no-untyped-def]
+    """The error (errno, message) applying the events as one batch gives, rolled back; None if none."""
+    con.execute("BEGIN")
+    applier = RowApplier(con)
+    for event in events:
+        applier.add(event, t)
+    try:
+        applier.flush()
+    except ApplyError as exc:
+        return exc.errno, exc.message
+    finally:
+        con.execute("ROLLBACK")
+    return None
+
+
 def test_a_row_that_must_exist_and_stays_is_updated_where_it_is(con):
     """An update, and a delete and insert of one key, change the row in place; a key that
     changes is deleted and inserted. The batch's end state is the same either way."""
@@ -253,24 +268,11 @@ def test_the_first_offending_operation_is_reported_whichever_statement_met_it(co
     con.execute("INSERT INTO db.t VALUES (1, 'a'), (3, 'c')")
     t = table(("id",))
 
-    def outcome(*events: RowImages) -> tuple[int, str] | None:
-        con.execute("BEGIN")
-        applier = RowApplier(con)
-        for event in events:
-            applier.add(event, t)
-        try:
-            applier.flush()
-        except ApplyError as exc:
-            return exc.errno, exc.message
-        finally:
-            con.execute("ROLLBACK")
-        return None
-
     update_missing = images(RowsKind.UPDATE, [(1, "a"), (2, "b")], [(1, "a2"), (2, "b2")])
     insert_present = images(RowsKind.WRITE, None, [(3, "again")])
-    errno, message = outcome(update_missing, insert_present)
+    errno, message = error_of(con, t, update_missing, insert_present)
     assert errno == 1032 and "key 2" in message
-    errno, message = outcome(insert_present, update_missing)
+    errno, message = error_of(con, t, insert_present, update_missing)
     assert errno == 1062 and "'3'" in message
     assert rows(con) == [(1, "a"), (3, "c")]
 
@@ -300,7 +302,7 @@ def test_the_capture_replays_exactly_when_every_table_is_matched_on_its_before_i
 
 @pytest.mark.parametrize("fallback", [False, True])
 def test_a_two_column_key_reports_1062_and_1032_for_the_first_offending_row(con, monkeypatch, fallback):
-    """The keys DELETE … RETURNING found decide the errors; a key of two columns is matched as a
+    """The keys the statements found decide the errors; a key of two columns is matched as a
     whole, by Arrow's join or, where Arrow cannot line the types up, value by value."""
     if fallback:
 
@@ -311,28 +313,15 @@ def test_a_two_column_key_reports_1062_and_1032_for_the_first_offending_row(con,
     con.execute("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
     t = table(("id", "v"))
 
-    def outcome(*events: RowImages) -> tuple[int, str] | None:
-        con.execute("BEGIN")
-        applier = RowApplier(con)
-        for event in events:
-            applier.add(event, t)
-        try:
-            applier.flush()
-        except ApplyError as exc:
-            return exc.errno, exc.message
-        finally:
-            con.execute("ROLLBACK")
-        return None
-
     # (1, 'b') and (2, 'a') share a column value with a row that is there, not the whole key
-    assert outcome(images(RowsKind.WRITE, None, [(1, "b"), (2, "a")])) is None
-    assert outcome(images(RowsKind.DELETE, [(1, "a"), (2, "b")], None)) is None
-    errno, message = outcome(
-        images(RowsKind.WRITE, None, [(3, "c")]), images(RowsKind.WRITE, None, [(2, "b"), (1, "a")])
+    assert error_of(con, t, images(RowsKind.WRITE, None, [(1, "b"), (2, "a")])) is None
+    assert error_of(con, t, images(RowsKind.DELETE, [(1, "a"), (2, "b")], None)) is None
+    errno, message = error_of(
+        con, t, images(RowsKind.WRITE, None, [(3, "c")]), images(RowsKind.WRITE, None, [(2, "b"), (1, "a")])
     )
     assert errno == 1062 and "'2-b'" in message
-    errno, message = outcome(
-        images(RowsKind.DELETE, [(1, "a")], None), images(RowsKind.UPDATE, [(2, "a")], [(2, "z")])
+    errno, message = error_of(
+        con, t, images(RowsKind.DELETE, [(1, "a")], None), images(RowsKind.UPDATE, [(2, "a")], [(2, "z")])
     )
     assert errno == 1032 and "key 2-a" in message
     assert rows(con) == [(1, "a"), (2, "b")]
