@@ -524,7 +524,7 @@ class RowApplier:
         Kept keys (see Statements) are updated in place, removed ones deleted, new ones inserted.
         In place, DuckDB rewrites only the values where deleting and inserting appends whole rows
         and marks the old ones deleted: measured on sysbench-shaped tables of 10,000 rows, 3,000
-        keys a table, a batch committed in 0.65 of the time, and the file stopped growing between
+        keys a table, a batch committed in 0.63-0.67 of the time, and the file stopped growing between
         checkpoints. MySQL's errors 1032 and 1062 are decided by counts where they can be (the
         keys of `reduced` are distinct): the rows the UPDATE found, the new keys the table already
         holds (none); which keys, only when a count is off. Without strict checks every key is
@@ -532,20 +532,20 @@ class RowApplier:
         missing."""
         keys = [f"c{i}" for i in key_positions]
         reduced = reduce_by_key(ops, keys)
-        parts = Statements(self.con, table, self.catalog, key_positions, reduced)
+        statements = Statements(self.con, table, self.catalog, key_positions, reduced)
         try:
             with row_event_errors(table):
                 if not self.strict:
-                    self.con.execute(parts.delete(Statements.EVERY))
-                    self.con.execute(parts.insert(Statements.EVERY))
+                    self.con.execute(statements.delete(Statements.EVERY))
+                    self.con.execute(statements.insert(Statements.EVERY))
                 else:
-                    self._apply_checked(parts, reduced, keys, table)
+                    self._apply_checked(statements, reduced, keys, table)
         finally:
-            parts.close()
+            statements.close()
         self.rows_applied += rows
 
     def _apply_checked(
-        self, parts: Statements, reduced: pa.Table, keys: list[str], table: MysqlTable
+        self, statements: Statements, reduced: pa.Table, keys: list[str], table: MysqlTable
     ) -> None:
         """apply_ops with MySQL's checks: every key of each kind found as its first operation needs."""
         must_exist = pc.fill_null(pc.equal(reduced.column("must"), 1), False)
@@ -558,26 +558,26 @@ class RowApplier:
 
         def which(mask: pa.Array, kind: str) -> None:  # a count was off: the keys that decide the error
             part = reduced.filter(mask)
-            checked.append((part, self._found_keys(parts.found(kind), part, keys)))
+            checked.append((part, self._found_keys(statements.found(kind), part, keys)))
 
         if kept_count:
             if len(keys) < len(table.columns):
-                (found,) = self.con.execute(parts.update()).fetchone()  # type: ignore[misc]
+                (found,) = self.con.execute(statements.update()).fetchone()  # type: ignore[misc]
             else:  # nothing but the key: the row is what it was
-                (found,) = self.con.execute(parts.count_found(Statements.KEPT)).fetchone()  # type: ignore[misc]
+                (found,) = self.con.execute(statements.count_found(Statements.KEPT)).fetchone()  # type: ignore[misc]
             if found != kept_count:  # a row missing, or a key held twice by a slave that diverged
                 which(kept, Statements.KEPT)
         if removed_count:
             part = reduced.filter(removed)
-            delete = f"{parts.delete(Statements.REMOVED)} RETURNING {parts.key_list}"
+            delete = f"{statements.delete(Statements.REMOVED)} RETURNING {statements.key_list}"
             checked.append((part, self._found_keys(delete, part, keys)))
         if new_count:
-            (found,) = self.con.execute(parts.count_found(Statements.NEW)).fetchone()  # type: ignore[misc]
+            (found,) = self.con.execute(statements.count_found(Statements.NEW)).fetchone()  # type: ignore[misc]
             if found:
                 which(pc.invert(must_exist), Statements.NEW)
         self._check(checked, keys, table)
         if new_count:
-            self.con.execute(parts.insert(Statements.NEW))
+            self.con.execute(statements.insert(Statements.NEW))
 
     def _found_keys(self, statement_returning: str, reduced: pa.Table, keys: list[str]) -> pa.Table:
         """The keys a DELETE … RETURNING or a SELECT found, in the columns `keys` of `reduced`.
@@ -629,15 +629,13 @@ class RowApplier:
         return operations_table(pending.seq, pending.op, pending.must, columns)
 
     @staticmethod
-    def _check(checked: list[tuple[pa.Table, pa.Table | None]], keys: list[str], table: MysqlTable) -> None:
+    def _check(checked: list[tuple[pa.Table, pa.Table]], keys: list[str], table: MysqlTable) -> None:
         """MySQL's errors 1062/1032, decided by each key's first operation in the batch: a key
         whose first operation needs its row (must = 1) was found, no other key was. `checked`:
         parts of the batch's reduced operations, each with the keys found for it. The first
         offending operation in stream order, over all the parts, is the one reported."""
         offending = []
         for reduced, found in checked:
-            if found is None:
-                continue
             needed = pc.fill_null(pc.equal(reduced.column("must"), 1), False)
             wrong = pc.not_equal(_found_mask(reduced, keys, found), needed)
             if pc.any(wrong).as_py():
