@@ -31,7 +31,14 @@ from ..relaylog.continuity import Continuity
 from ..relaylog.segments import Segment
 from ..scheduling.rowkeys import WritesetKeys, key_row_hashes
 from ..slave.rowapply import operations_table, value_converter
-from ..transactions import Incomplete, Position, Transaction, TransactionAssembler, TransactionRecord
+from ..transactions import (
+    Incomplete,
+    Position,
+    Transaction,
+    TransactionAssembler,
+    TransactionRecord,
+    record_from_fields,
+)
 from .prepared import PreparedRun, PreparedSegment, TableOps
 from .prepared_arrow import decode_segment, encode_segment
 
@@ -47,9 +54,6 @@ _runscan = load("_runscan", package="engine.binlog")
 _CRC32 = int(ChecksumAlg.CRC32)
 _MARIADB_GTID = int(EventType.MARIADB_GTID)
 _TABLE_MAPS = shared_table_maps()  # one dict for the process's life (emptied, never replaced)
-# a named tuple made from a tuple of its fields, without the Python-level __new__ its class adds:
-# add_scanned makes one for every transaction
-_named = tuple.__new__
 
 
 class _Rescan(Exception):
@@ -250,8 +254,7 @@ class _RunBuilder:
         self.seq = seq
         self.rows += count
         self.transactions.append(
-            _named(
-                TransactionRecord,
+            record_from_fields(
                 (
                     f"{domain}-{server_id}-{seq_no}",
                     Position(log_name, pos),

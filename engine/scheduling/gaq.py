@@ -64,7 +64,7 @@ class GroupAssignmentQueue(Generic[T]):
 
     @property
     def next_ordinal(self) -> int:
-        return self._lwm + len(self._items) - self._head + 1
+        return self._lwm + len(self) + 1
 
     def __len__(self) -> int:
         return len(self._items) - self._head
