@@ -461,6 +461,66 @@ def test_partition_sixteen_databases_are_still_partitioned() -> None:
     assert parts.holder("db0")[1] == 1  # type: ignore[index]
 
 
+_DATABASE_SETS = st.one_of(
+    st.none(),
+    st.frozensets(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=3),
+    st.just(frozenset(f"db{i}" for i in range(MAX_DBS_IN_QUERY_MTS + 1))),
+)
+
+
+@given(
+    workers=st.integers(1, 4),
+    steps=st.lists(
+        st.tuples(
+            st.booleans(),  # claim a piece, or release
+            st.lists(st.tuples(_DATABASE_SETS, st.integers(0, 50)), max_size=8),
+        ),
+        max_size=12,
+    ),
+    ordered=st.booleans(),
+)
+def test_partition_claims_and_releases_in_bulk_as_one_by_one(workers, steps, ordered) -> None:
+    """claim_each and release_each, the coordinator's and the workers' bulk forms, leave the
+    partitions and the loads as claim and release one transaction at a time do, and claim_each
+    stops at the first transaction that would wait or run alone."""
+    bulk, single = DatabasePartitions(workers), DatabasePartitions(workers)
+    bulk_loads, single_loads = [0] * workers, [0] * workers
+    claimed: list[frozenset[str] | None] = []
+    names = ["a", "b", "c", "d", "e", *(f"db{i}" for i in range(MAX_DBS_IN_QUERY_MTS + 1))]
+    for claim, piece in steps:
+        sets = [databases for databases, _ in piece]
+        if claim:
+            got = bulk.claim_each(sets, [size for _, size in piece], bulk_loads, ordered)
+            expected = []
+            for databases, size in piece:
+                one = single.claim(databases, single_loads, ordered)
+                if one.kind != "assign":
+                    break
+                expected.append(one.worker)
+                single_loads[one.worker] += size
+            assert got == expected
+            claimed.extend(sets[: len(got)])
+        else:
+            # mostly what earlier claims took; now and then a set never claimed (never below 0)
+            chosen = [
+                claimed.pop(size % len(claimed)) if claimed and size % 3 else databases
+                for databases, size in piece
+            ]
+            bulk.release_each(chosen)
+            for databases in chosen:
+                single.release(databases)
+        assert bulk_loads == single_loads
+        assert [bulk.holder(n) for n in names] == [single.holder(n) for n in names]
+
+
+def test_partition_released_in_bulk_more_often_than_claimed_stays_at_zero() -> None:
+    parts = DatabasePartitions(2)
+    assert parts.claim_each([frozenset({"a"}), frozenset({"a", "b"})], [1, 1], [0, 0]) == [0, 0]
+    parts.release_each([frozenset({"a"})] * 3 + [frozenset({"b"}), None, frozenset()])
+    assert parts.holder("a") == (0, 0) and parts.holder("b") == (0, 0)
+    assert parts.claim_each([frozenset({"a"})], [1], [5, 0]) == [1]  # free: it moves
+
+
 def test_partition_needs_a_worker() -> None:
     with pytest.raises(ValueError):
         DatabasePartitions(0)

@@ -174,9 +174,10 @@ class Scheduling(ChannelWork):
             index += count
 
     def _schedule_in_partitions(self, run: PreparedRun, start: int = 0) -> None:
-        """A prepared run under DATABASE, a piece at a time: each transaction claims its partitions
-        as _claim_partitions claims them, and the piece's transactions are enqueued together, in
-        ordinal order, under one lock and one wake-up. A claim that would have to wait (a database
+        """A prepared run under DATABASE, a piece at a time: the piece's transactions claim their
+        partitions in turn (DatabasePartitions.claim_each) and are enqueued together, in ordinal
+        order, under one lock and one wake-up; each is ordered after the last earlier one on its
+        databases, as _claim_partitions orders it. A claim that would have to wait (a database
         held by another worker) or run alone ends the piece: that transaction goes the one-by-one
         way, which waits, once everything before it is enqueued."""
         transactions = run.transactions
@@ -188,7 +189,9 @@ class Scheduling(ChannelWork):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
                 return  # STOP waits for what was assigned, not for the rest of the run
             count = min(PARTITION_PIECE, len(transactions) - index)
-            size = sum(t.size for t in transactions[index : index + count])
+            piece = transactions[index : index + count]
+            sizes = [txn.size for txn in piece]
+            size = sum(sizes)
             # everything before the piece is enqueued, so the workers drain towards this
             room = max(0, WORKER_QUEUE_LENGTH - count)
             self._wait(lambda room=room: all(len(w.queue) <= room for w in workers), "queue_full")
@@ -197,20 +200,20 @@ class Scheduling(ChannelWork):
             with self._lock:
                 ordinal = self._gaq.next_ordinal
                 loads = [w.queued_bytes for w in workers]
+                claimed = self._partitions.claim_each([txn.databases for txn in piece], sizes, loads, preserve)
                 last_on_database = self._last_on_database
-                for position in range(index, index + count):
-                    txn = transactions[position]
+                for offset, worker in enumerate(claimed):
+                    txn = piece[offset]
                     databases = txn.databases
-                    claim = self._partitions.claim(databases, loads, preserve)
-                    if claim.kind != "assign":
-                        break
-                    after = max(last_on_database.get(db, 0) for db in databases) if preserve else 0  # type: ignore[union-attr]
-                    for db in databases:  # type: ignore[union-attr]
-                        last_on_database[db] = ordinal
-                    jobs.append(
-                        Job(ordinal, txn, after, False, None, databases, claim.worker, False, run, position)
-                    )
-                    loads[claim.worker] += txn.size
+                    if len(databases) == 1:  # type: ignore[arg-type]
+                        (database,) = databases  # type: ignore[misc]
+                        after = last_on_database.get(database, 0) if preserve else 0
+                        last_on_database[database] = ordinal
+                    else:
+                        after = max(last_on_database.get(db, 0) for db in databases) if preserve else 0  # type: ignore[union-attr]
+                        for db in databases:  # type: ignore[union-attr]
+                            last_on_database[db] = ordinal
+                    jobs.append(Job(ordinal, txn, after, False, None, databases, worker, False, run, index + offset))
                     ordinal += 1
                 self._enqueue_piece_locked(jobs)
             self._scheduled.add_all([job.txn.gtid for job in jobs if job.txn.gtid])

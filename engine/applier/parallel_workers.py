@@ -149,31 +149,44 @@ class Workers(ChannelWork):
             covered = self._ready_through(self._gaq.lwm, members)
             rows = head.txn.row_events
             limit = options.pending_jobs_size_max
+            row_limit = self.limits.row_changes
+            preserve = options.preserve_commit_order
+            taken_along: list[Job] = []
             if head.txn.size <= limit:
-                while len(batch) < cap and rows < self.limits.row_changes:
+                last = head.ordinal
+                while len(batch) < cap and rows < row_limit:
                     # the next ordinal first, wherever it is queued: one commit for a chain of
                     # dependent transactions that the scheduler spread over several workers
-                    source = self._queue_holding(batch[-1].ordinal + 1, worker) if self._takes_along else None
-                    if source is None and not options.preserve_commit_order:
+                    if queue and queue[0].ordinal == last + 1:
                         source = queue
-                    if not source:
-                        break
+                    else:
+                        source = self._queue_holding(last + 1, worker) if self._takes_along else None
+                        if source is None:
+                            if preserve or not queue:
+                                break  # with commit order kept, a batch holds consecutive ordinals
+                            source = queue
                     job = source[0]
                     # A DDL comes along only where everything before it is committed or in the
                     # batch (its dependency) and what follows it waits for it: the coordinator
                     # queues one so (_settle_definitions). Never a transaction too large to run
-                    # beside others.
-                    if job.after > covered or job.txn.size > limit:
-                        break
-                    if options.preserve_commit_order and job.ordinal != batch[-1].ordinal + 1:
+                    # beside others. How far the batch covers is looked up only when needed.
+                    if job.after > covered:
+                        covered = self._ready_through(covered, members)
+                        if job.after > covered:
+                            break
+                    if job.txn.size > limit:
                         break
                     source.popleft()
                     if source is not queue:
-                        self._transfer(job, worker)
+                        taken_along.append(job)
                     batch.append(job)
-                    members.add(job.ordinal)
-                    covered = self._ready_through(covered, members)
+                    last = job.ordinal
+                    members.add(last)
+                    if last == covered + 1:
+                        covered = last
                     rows += job.txn.row_events
+            if taken_along:
+                self._transfer(taken_along, worker)
             status.state = "applying"
             status.applying = batch[0].txn.gtid or str(batch[0].txn.end)
             status.queued = len(queue)
@@ -206,13 +219,19 @@ class Workers(ChannelWork):
             return holder.queue
         return None
 
-    def _transfer(self, job: Job, to: WorkerQueue) -> None:
-        origin = self._workers[job.worker]
-        origin.queued_bytes -= job.txn.size
-        origin.status.queued = len(origin.queue)
-        job.worker = to.status.worker - 1
-        to.queued_bytes += job.txn.size
-        self._gaq.move_to(job.ordinal, job.worker)
+    def _transfer(self, jobs: list[Job], to: WorkerQueue) -> None:
+        """Jobs taken along from other workers' queues become `to`'s."""
+        workers = self._workers
+        index = to.status.worker - 1
+        move_to = self._gaq.move_to
+        for job in jobs:
+            origin = workers[job.worker]
+            origin.queued_bytes -= job.txn.size
+            to.queued_bytes += job.txn.size
+            job.worker = index
+            move_to(job.ordinal, index)
+        for origin in workers:
+            origin.status.queued = len(origin.queue)
 
     @staticmethod
     def _contiguous(queue: deque[Job], enough: int) -> int:
@@ -370,12 +389,14 @@ class Workers(ChannelWork):
             self._lock.notify_all()
 
     def _release_locked(self, batch: list[Job]) -> None:
+        workers = self._workers
+        released = 0
         for job in batch:
-            worker = self._workers[job.worker]
-            worker.queued_bytes -= job.txn.size
-            self._pending_bytes -= job.txn.size
-            if job.partitions is not None:
-                self._partitions.release(job.partitions)
+            size = job.txn.size
+            workers[job.worker].queued_bytes -= size
+            released += size
+        self._pending_bytes -= released
+        self._partitions.release_each([job.partitions for job in batch if job.partitions is not None])
 
     @staticmethod
     def _rollback(session: Slave, executor: TransactionExecutor) -> None:

@@ -10,6 +10,7 @@ MAX_DBS_IN_QUERY_MTS databases, or none logged (OVER_MAX_DBS), runs alone: seque
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,6 +66,38 @@ class DatabasePartitions:
             part.usage += 1
         return Claim("assign", owner)
 
+    def claim_each(
+        self,
+        sets: Sequence[frozenset[str] | None],
+        sizes: Sequence[int],
+        loads: list[int],
+        ordered: bool = False,
+    ) -> list[int]:
+        """claim() for each set of databases in turn while each is assigned: the workers of those
+        that were, the leading ones (`loads` grows by each one's size on its worker). A prepared
+        run's transactions are claimed so, thousands at a time, and the usual one touches a
+        single database: its partition is looked up once, without claim()'s sorting and Claim."""
+        held = self._held
+        workers: list[int] = []
+        for databases, size in zip(sets, sizes, strict=True):
+            if databases is not None and len(databases) == 1:
+                (key,) = databases
+                part = held.get(key)
+                if part is not None and part.usage > 0:
+                    part.usage += 1
+                    owner = part.worker
+                else:
+                    owner = min(range(self.workers), key=lambda w: (loads[w], w))
+                    held[key] = _Partition(owner, 1)
+            else:
+                claim = self.claim(databases, loads, ordered)
+                if claim.kind != "assign":
+                    break
+                owner = claim.worker
+            workers.append(owner)
+            loads[owner] += size
+        return workers
+
     def release(self, databases: frozenset[str] | None) -> None:
         """One transaction on these databases committed (or was abandoned)."""
         if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
@@ -73,6 +106,17 @@ class DatabasePartitions:
             part = self._held.get(db)
             if part is not None and part.usage > 0:
                 part.usage -= 1
+
+    def release_each(self, sets: Sequence[frozenset[str] | None]) -> None:
+        """release() for each set: a batch's transactions, thousands at a time, most of them on
+        a single database, counted per set before the partitions are released."""
+        for databases, count in Counter(sets).items():
+            if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
+                continue
+            for db in databases:
+                part = self._held.get(db)
+                if part is not None and part.usage > 0:
+                    part.usage = max(0, part.usage - count)
 
     def holder(self, database: str) -> tuple[int, int] | None:
         """(worker, usage) of a database's partition, for status and tests."""
