@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from engine.generate import generate
 from engine.replay import ChannelSpec, Replay
-from engine.slave.database import Slave
+from engine.slave.database import ChannelProgress, Slave
 from engine.slave.names import INTERNAL_SCHEMA
 from engine.slave.schema import Catalog, MysqlColumn, MysqlTable
 
@@ -146,3 +147,60 @@ def test_a_slave_holding_the_catalog_as_one_document_is_read_and_moved_to_rows(t
         slave.close()
     assert catalog_of(path) == changed
     assert stored_rows(path) == Catalog.from_json(changed).parts()[1]
+
+
+def test_the_catalog_is_in_force_at_once_and_written_once_when_its_transaction_commits(
+    tmp_path, ddl_slave
+) -> None:  # type: ignore[no-untyped-def]
+    """A worker applies a chain of DDL as one transaction: each change is the catalog in force
+    from then on, and only the last is written to the file, at the commit."""
+    path = copy_of(ddl_slave[0], tmp_path)
+    before = stored_rows(path)
+    slave = Slave(path)
+    try:
+        first, second, *_ = sorted(slave.catalog)
+        widened = slave.catalog.copy()
+        widened[first] = with_column(widened[first], "added")
+        narrowed = widened.copy()
+        del narrowed[second]
+        slave.begin(changes_definitions=True)
+        slave.save_catalog(widened)
+        assert slave.catalog.to_json() == widened.to_json()
+        slave.save_catalog(narrowed)
+        assert slave.catalog.to_json() == narrowed.to_json()
+        inside = slave.con.execute(
+            f"SELECT kind, schema_name, table_name, body FROM {INTERNAL_SCHEMA}.catalog_tables"
+        ).fetchall()
+        assert {(k, s, n): b for k, s, n, b in inside} == before  # nothing written yet
+        slave.commit()
+    finally:
+        slave.close()
+    assert catalog_of(path) == narrowed.to_json()
+    assert stored_rows(path) == narrowed.parts()[1]
+
+
+def test_a_commit_that_fails_leaves_the_catalog_the_file_holds(tmp_path, ddl_slave) -> None:  # type: ignore[no-untyped-def]
+    """The catalog is written at the commit: when the commit fails (here DuckDB refuses it, as
+    another session committed the same new channel's position first), nothing of the transaction
+    stays, in the file or in memory, and the handle goes on as usual."""
+    path = copy_of(ddl_slave[0], tmp_path)
+    slave = Slave(path)
+    other = slave.session()
+    try:
+        original = slave.catalog.to_json()
+        dropped = slave.catalog.copy()
+        del dropped[sorted(dropped)[0]]
+        slave.begin(changes_definitions=True)
+        slave.save_catalog(dropped)
+        slave.record_progress(ChannelProgress("new"))
+        other.begin()
+        other.record_progress(ChannelProgress("new"))
+        other.commit()
+        with pytest.raises(duckdb.Error):
+            slave.commit()
+        assert slave.catalog.to_json() == original
+        expected = save_with_a_column_added(slave, "later")
+    finally:
+        other.close()
+        slave.close()
+    assert catalog_of(path) == expected

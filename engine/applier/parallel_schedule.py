@@ -200,7 +200,9 @@ class Scheduling(ChannelWork):
             with self._lock:
                 ordinal = self._gaq.next_ordinal
                 loads = [w.queued_bytes for w in workers]
-                claimed = self._partitions.claim_each([txn.databases for txn in piece], sizes, loads, preserve)
+                claimed = self._partitions.claim_each(
+                    [txn.databases for txn in piece], sizes, loads, preserve
+                )
                 last_on_database = self._last_on_database
                 for offset, worker in enumerate(claimed):
                     txn = piece[offset]
@@ -213,7 +215,9 @@ class Scheduling(ChannelWork):
                         after = max(last_on_database.get(db, 0) for db in databases) if preserve else 0  # type: ignore[union-attr]
                         for db in databases:  # type: ignore[union-attr]
                             last_on_database[db] = ordinal
-                    jobs.append(Job(ordinal, txn, after, False, None, databases, worker, False, run, index + offset))
+                    jobs.append(
+                        Job(ordinal, txn, after, False, None, databases, worker, False, run, index + offset)
+                    )
                     ordinal += 1
                 self._enqueue_piece_locked(jobs)
             self._scheduled.add_all([job.txn.gtid for job in jobs if job.txn.gtid])

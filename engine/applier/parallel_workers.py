@@ -25,7 +25,7 @@ from .prepared import for_slave, sliced_tables
 from .reading import read_chunks
 from .vocabulary import ER_UNKNOWN_ERROR, ChannelError, transaction_error
 
-# How long a worker holding fewer than GATHER_MIN transactions (parallel.py) waits for more
+# How long a worker holding fewer than GATHER_MORE transactions (parallel.py) waits for more
 GATHER_WAIT_S = 0.2
 # A queue is still growing when one of the coordinator's last RECENT_PER_WORKER x workers
 # transactions went to it (DATABASE spreads consecutive transactions over the partitions' workers).
@@ -92,6 +92,7 @@ class Workers(ChannelWork):
             while True:
                 cap = self._ramp.transactions  # grows while this worker waits
                 gather_min = min(self._gather_min, cap)
+                gather_more = min(self._gather_more, cap)
                 if self._aborting:
                     return None
                 queue = worker.queue
@@ -132,7 +133,7 @@ class Workers(ChannelWork):
                     self._lock.wait()
                     continue
                 if (
-                    len(queue) < gather_min
+                    len(queue) < gather_more
                     and not self._reading_done
                     and not head.alone
                     and self._may_grow(queue)

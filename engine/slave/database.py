@@ -197,6 +197,8 @@ class Slave:
         self.con = self._db.con if _shared is None else self._db.con.cursor()
         self._owns = _shared is None
         self._catalog_changed = False
+        # The catalog the open transaction's DDL left, written to the file at its commit (save_catalog)
+        self._catalog_to_write: Catalog | None = None
         self._holds_ddl_lock = False
         self._pending_progress: ChannelProgress | None = None
         if _shared is None:
@@ -231,16 +233,21 @@ class Slave:
 
     def commit(self) -> None:
         try:
+            if self._catalog_to_write is not None:
+                self._write_catalog(self._catalog_to_write)
             self.con.execute("COMMIT")
-            if self._pending_progress is not None:
-                self._db.committed[self._pending_progress.channel.lower()] = self._pending_progress
-        finally:
-            self._pending_progress = None
-            self._catalog_changed = False
-            self._release_ddl_lock()
+        except BaseException:
+            self.rollback()  # nothing of it stays: the catalog in memory is the file's again
+            raise
+        if self._pending_progress is not None:
+            self._db.committed[self._pending_progress.channel.lower()] = self._pending_progress
+        self._pending_progress = None
+        self._catalog_changed = False
+        self._release_ddl_lock()
 
     def rollback(self) -> None:
         self._pending_progress = None
+        self._catalog_to_write = None
         try:
             self.con.execute("ROLLBACK")
         except duckdb.TransactionException:
@@ -445,7 +452,17 @@ class Slave:
     # -- the catalog of MySQL table definitions ------------------------------------------------
 
     def save_catalog(self, catalog: Catalog) -> None:
-        """Inside the open transaction, with the DDL that produced it (begin(changes_definitions=True)).
+        """Inside the open transaction, with the DDL that produced it (begin(changes_definitions=True)):
+        the catalog in force from now on, written to the file when the transaction commits. A
+        worker applies a chain of DDL as one transaction (see the parallel applier's
+        _settle_definitions): only its last catalog is written, once, where writing each cost
+        about a millisecond per DDL on the applier's serial path."""
+        self._db.catalog = catalog
+        self._catalog_changed = True
+        self._catalog_to_write = catalog
+
+    def _write_catalog(self, catalog: Catalog) -> None:
+        """The catalog into the file, in the open transaction.
 
         The header is one row and each table one row of catalog_tables, and only what changed
         is written: the catalog as one document, rewritten whole at every DDL, made a DDL-heavy
@@ -472,8 +489,7 @@ class Slave:
                 [header],
             )
         self._db.saved_catalog = (header, tables)
-        self._db.catalog = catalog
-        self._catalog_changed = True
+        self._catalog_to_write = None
 
     def _load_catalog(self) -> Catalog:
         """The catalog the file holds, and what it holds of it (a slave written before tables
