@@ -206,18 +206,10 @@ class Scheduling(ChannelWork):
                 claimed = self._partitions.claim_each(
                     [txn.databases for txn in piece], sizes, loads, preserve
                 )
-                last_on_database = self._last_on_database
                 for offset, worker in enumerate(claimed):
                     txn = piece[offset]
                     databases = txn.databases
-                    if len(databases) == 1:  # type: ignore[arg-type]
-                        (database,) = databases  # type: ignore[misc]
-                        after = last_on_database.get(database, 0) if preserve else 0
-                        last_on_database[database] = ordinal
-                    else:
-                        after = max(last_on_database.get(db, 0) for db in databases) if preserve else 0  # type: ignore[union-attr]
-                        for db in databases:  # type: ignore[union-attr]
-                            last_on_database[db] = ordinal
+                    after = self._after_on_databases(databases, ordinal)  # type: ignore[arg-type]
                     jobs.append(
                         Job(ordinal, txn, after, False, None, databases, worker, False, run, index + offset)
                     )
@@ -318,12 +310,7 @@ class Scheduling(ChannelWork):
             after = self._history.dependency(ordinal, None, commit_parent=ordinal - 1)
         elif chained and kind == "database":
             # no partition claimed: its worker is the DDL's, which applies it in stream order
-            databases = txn.databases or ()
-            after = 0
-            if self.options.preserve_commit_order:
-                after = max((self._last_on_database.get(db, 0) for db in databases), default=0)
-            for db in databases:
-                self._last_on_database[db] = ordinal
+            after = self._after_on_databases(txn.databases or frozenset(), ordinal)
         elif (
             kind == "writeset" and self.options.schedule is not None and ordinal <= len(self.options.schedule)
         ):
@@ -401,15 +388,7 @@ class Scheduling(ChannelWork):
                 )
             if claim.kind == "assign":
                 job.partitions = databases
-                # The partition's worker orders it after the earlier transactions on its
-                # databases. With commit order preserved a batch may take consecutive
-                # transactions from other queues too (_queue_holding), so the order is also
-                # stated: after the last earlier transaction on any of its databases.
-                job.after = 0
-                if self.options.preserve_commit_order:
-                    job.after = max(self._last_on_database.get(db, 0) for db in databases)  # type: ignore[union-attr]
-                for db in databases:  # type: ignore[union-attr]
-                    self._last_on_database[db] = job.ordinal
+                job.after = self._after_on_databases(databases, job.ordinal)  # type: ignore[arg-type]
                 return claim.worker
             if claim.kind == "alone":
                 # More databases than a partition set holds, or none logged: sequential mode.
@@ -422,6 +401,25 @@ class Scheduling(ChannelWork):
                 lambda holder=holder: self._partitions.holder(holder)[1] == 0,  # type: ignore[index]
                 "partition",
             )
+
+    def _after_on_databases(self, databases: frozenset[str], ordinal: int) -> int:
+        """DATABASE: transaction `ordinal` is now the last on each of its databases; returns its
+        dependency, the last earlier one on any of them with commit order preserved (0 without).
+
+        The partition's worker orders it after the earlier transactions on its databases. With
+        commit order preserved a batch may take consecutive transactions from other queues too
+        (_queue_holding), so the order is also stated. The usual transaction touches a single
+        database: one lookup."""
+        last_on_database = self._last_on_database
+        if len(databases) == 1:
+            (database,) = databases
+            after = last_on_database.get(database, 0)
+            last_on_database[database] = ordinal
+        else:
+            after = max((last_on_database.get(db, 0) for db in databases), default=0)
+            for db in databases:
+                last_on_database[db] = ordinal
+        return after if self.options.preserve_commit_order else 0
 
     def _choose_worker(self, job: Job) -> int:
         with self._lock:

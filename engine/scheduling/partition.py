@@ -100,16 +100,11 @@ class DatabasePartitions:
 
     def release(self, databases: frozenset[str] | None) -> None:
         """One transaction on these databases committed (or was abandoned)."""
-        if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
-            return
-        for db in databases:
-            part = self._held.get(db)
-            if part is not None and part.usage > 0:
-                part.usage -= 1
+        self.release_each((databases,))
 
     def release_each(self, sets: Sequence[frozenset[str] | None]) -> None:
         """release() for each set: a batch's transactions, thousands at a time, most of them on
-        a single database, counted per set before the partitions are released."""
+        a single database, counted per set before the partitions are released (never below 0)."""
         for databases, count in Counter(sets).items():
             if not databases or len(databases) > MAX_DBS_IN_QUERY_MTS:
                 continue
