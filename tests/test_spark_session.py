@@ -130,3 +130,41 @@ def test_a_failed_start_keeps_the_log_its_error_names(tmp_path):
         assert log.is_file()
     finally:
         shutil.rmtree(log.parent, ignore_errors=True)
+
+
+def test_a_driver_killed_with_sigkill_leaves_its_folder_and_the_next_driver_removes_it(tmp_path):
+    """A SIGKILL runs no atexit handler: the driver's folder stays. It carries the driver's pid,
+    and the next driver to start Spark removes it; a folder kept after a failed start (its error
+    named the log inside) stays."""
+    java_home = tmp_path / "jdk"
+    _fake_java(java_home / "bin")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {"JAVA_HOME": str(java_home), "TMPDIR": str(temporary)}
+    killed_while_starting = (
+        "import os, signal\n"
+        "import pyspark.java_gateway\n"
+        "from engine.spark.session import spark_session\n"
+        "pyspark.java_gateway.launch_gateway = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "spark_session(cores=1)\n"
+    )
+    failed_start = (
+        "from engine.spark.session import spark_session, SparkStartError\n"
+        "try:\n"
+        "    spark_session(cores=1)\n"
+        "except SparkStartError as exc:\n"
+        "    print(str(exc).rpartition('its output is in ')[2])\n"
+    )
+    first_failed = _run_python(failed_start, **env)
+    assert first_failed.returncode == 0, first_failed.stderr[-3000:]
+    kept = Path(first_failed.stdout.strip()).parent
+    assert _run_python(killed_while_starting, **env).returncode == -9
+    left = {p for p in temporary.iterdir() if p.name.startswith(session.WORK_DIR_PREFIX)} - {kept}
+    assert len(left) == 1  # the killed driver's
+    unrelated = temporary / f"{session.WORK_DIR_PREFIX}not-a-pid"
+    unrelated.mkdir()
+    second_failed = _run_python(failed_start, **env)
+    assert second_failed.returncode == 0, second_failed.stderr[-3000:]
+    now = {p for p in temporary.iterdir() if p.name.startswith(session.WORK_DIR_PREFIX)}
+    assert now == {kept, unrelated, Path(second_failed.stdout.strip()).parent}
+    assert (kept / "spark-jvm.log").is_file()

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from ..binlog.reader import BinlogFile, ReaderState
 from ..errors import RelaydeckError
 from ..gc_tuning import relax_garbage_collector
+from ..leftovers import remove_folders_of_ended
 from ..relaylog.segments import Segment
 from .executors import (
     ExecutorActivity,
@@ -47,7 +48,7 @@ from .executors import (
     local_cores,
     segment_position,
 )
-from .handover import Handover, close_owner, hand_over, new_owner, pid_alive, sweep_orphans
+from .handover import Handover, close_owner, hand_over, new_owner, sweep_orphans
 
 R = TypeVar("R")
 
@@ -177,17 +178,7 @@ def remove_folders_of_ended_tasks() -> None:
     takes Spark's JVM and its Python workers with it, and the task's own removal never runs: each
     task it was running left a folder of up to SEGMENT_SCALE x 6 MB of relay log (a 50-kill
     storm, benchmarks/kill_storm.py, left 140 MB). The next task on the machine removes them."""
-    root = Path(tempfile.gettempdir())
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.startswith(_SEGMENT_FOLDER):
-            continue
-        pid = entry.name[len(_SEGMENT_FOLDER) :].split("-", 1)[0]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(root / entry.name, ignore_errors=True)
+    remove_folders_of_ended(_SEGMENT_FOLDER)
 
 
 def _warm_up(_: int) -> int:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import RelaydeckError
+from ..leftovers import remove_folders_of_ended
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,6 +53,10 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 _ENGINE_ARCHIVE = "relaydeck-engine"  # the engine's folder in a cluster executor's working directory
 _lock = threading.Lock()
 _session: SparkSession | None = None
+# The session's folder in the temporary folder: + the pid of the driver that made it + "-…"
+WORK_DIR_PREFIX = "relaydeck-spark-"
+# In a folder kept after a failed start (its error names the JVM's log): the next driver leaves it
+KEPT_MARKER = "kept"
 _work_dir: Path | None = None  # the JVM's log and the quiet log4j configuration
 _keep_work_dir = False  # a start failed: its error names the JVM's log in _work_dir
 _work_dir_pid = 0  # the process that made _work_dir: a forked child that exits leaves it
@@ -195,7 +200,9 @@ def _start(master: str, local: bool) -> SparkSession:
 
     global _work_dir, _keep_work_dir, _work_dir_pid
     if _work_dir is None:
-        _work_dir = Path(tempfile.mkdtemp(prefix="relaydeck-spark-"))
+        # a driver killed with SIGKILL left its folder: the next one removes it
+        remove_folders_of_ended(WORK_DIR_PREFIX, KEPT_MARKER)
+        _work_dir = Path(tempfile.mkdtemp(prefix=f"{WORK_DIR_PREFIX}{os.getpid()}-"))
         _work_dir_pid = os.getpid()
     level = os.environ.get(LOG_LEVEL_VARIABLE, "").upper()
     if local:
@@ -237,6 +244,8 @@ def _start(master: str, local: bool) -> SparkSession:
     except PySparkRuntimeError as exc:
         where = f"; its output is in {_work_dir / 'spark-jvm.log'}" if log_file else ""
         _keep_work_dir = bool(log_file)
+        if _keep_work_dir:
+            (_work_dir / KEPT_MARKER).touch()
         raise SparkStartError(f"the Spark JVM did not start ({exc}){where}") from None
     finally:
         if log_file is not None:
