@@ -148,5 +148,3 @@ def sweep_orphans() -> None:
                 os.unlink(SHARED_MEMORY / name)
             except OSError:
                 pass
-
-    return True

@@ -58,7 +58,7 @@ class DatabasePartitions:
                 elif part.worker != owner and not ordered:
                     return Claim("wait", part.worker, key)
         if owner < 0:
-            owner = min(range(self.workers), key=lambda w: (loads[w], w))
+            owner = self._least_loaded(loads)
         for key in keys:
             part = self._held.get(key)
             if part is None or part.usage == 0:
@@ -87,7 +87,7 @@ class DatabasePartitions:
                     part.usage += 1
                     owner = part.worker
                 else:
-                    owner = min(range(self.workers), key=lambda w: (loads[w], w))
+                    owner = self._least_loaded(loads)
                     held[key] = _Partition(owner, 1)
             else:
                 claim = self.claim(databases, loads, ordered)
@@ -97,6 +97,10 @@ class DatabasePartitions:
             workers.append(owner)
             loads[owner] += size
         return workers
+
+    def _least_loaded(self, loads: Sequence[int]) -> int:
+        """Where a free partition goes: the least-loaded worker, the first of equals."""
+        return min(range(self.workers), key=lambda w: (loads[w], w))
 
     def release(self, databases: frozenset[str] | None) -> None:
         """One transaction on these databases committed (or was abandoned)."""
