@@ -27,7 +27,6 @@ from .executors import (
     SegmentTask,
     local_cores,
 )
-from .spark import SparkExecutor
 
 
 def make_executor(
@@ -42,6 +41,10 @@ def make_executor(
     if kind == "processes":
         return ProcessExecutor(max(1, min(workers, local_cores())), niceness)
     if kind == "spark":
+        # imported here: its module (concurrent.futures' threads, the Spark session's helpers)
+        # would add a tenth to the start of `relaydeck events`, which never uses it
+        from .spark import SparkExecutor
+
         return SparkExecutor(workers, spark_master, niceness=niceness)
     raise ValueError(f"the worker pool is one of {', '.join(EXECUTOR_KINDS)}")
 
