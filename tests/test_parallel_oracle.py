@@ -103,3 +103,29 @@ def _gtid_of(summary, number: int) -> str:  # type: ignore[no-untyped-def]
                 if seen == number:
                     return item.gtid
     raise AssertionError("the workload is too short")
+
+
+def test_without_commit_order_a_worker_with_a_short_share_waits_for_its_turn(tmp_path):
+    """DATABASE, commit order off: the oltp workload's databases interleave, so each worker's share
+    of a short log is a transaction here and there. A worker whose head is not next to commit does
+    not commit its share alone; the worker whose turn it is takes the next ordinals along from the
+    other queues, so the commits come in the relay log's order and hold several databases."""
+    summary = generate("oltp", 1, tmp_path / "relay")
+    assert summary.transactions < 1000  # nobody holds a run long enough to begin before its turn
+    commits: list[list] = []  # type: ignore[type-arg]
+    options = ParallelOptions(workers=4, parallel_type="database", preserve_commit_order=False)
+    outcomes = Replay(
+        tmp_path / "slave.duckdb",
+        None,
+        [ChannelSpec("", summary.index_file)],
+        parallel=options,
+        on_commit=commits.append,
+    ).run()
+    assert outcomes[0].error is None, outcomes[0].error
+    committed = [txn for batch in commits for txn in batch]
+    assert len(committed) == summary.transactions
+    ends = [(txn.end.log_name, txn.end.pos) for txn in committed]
+    assert ends == sorted(ends)
+    databases_per_commit = [len(set().union(*(txn.databases for txn in batch))) for batch in commits]
+    assert max(databases_per_commit) == 3
+    assert len(commits) < summary.transactions / 10

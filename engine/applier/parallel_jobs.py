@@ -105,7 +105,6 @@ class ChannelWork:
     # the workers' batches
     _gather_min: int
     _gather_more: int
-    _takes_along: bool
     _ramp: BatchRamp
     # the coordinator's (parallel.py), which the workers call: checkpoint when a group or period passed
     _maybe_checkpoint: Callable[[], None]

@@ -4,10 +4,13 @@ one DuckDB transaction with its commit records, and commits it.
 A batch is the ready jobs at the head of the worker's queue, and, where the scheduler spread a
 chain of dependent transactions over several workers, the next ordinals taken along from the
 other queues (_queue_holding). A worker holding too few waits briefly for more (GATHER_WAIT_S), since
-a DuckDB commit per handful of transactions costs more than the parallelism gains. With
-replica_preserve_commit_order a batch holds consecutive ordinals and commits once every earlier
-ordinal has. A batch that fails is applied again one transaction per commit, so the error names
-exactly the failing transaction; a write conflict between workers is retried.
+a DuckDB commit per handful of transactions costs more than the parallelism gains, and one whose
+head is not next to commit begins before its turn only with a long run of consecutive ordinals
+(GATHER_MIN). With replica_preserve_commit_order a batch holds consecutive ordinals and commits
+once every earlier ordinal has; without it, a batch goes on with the worker's own queue and
+commits as soon as it is applied. A batch that fails is applied again one transaction per
+commit, so the error names exactly the failing transaction; a write conflict between workers is
+retried.
 """
 
 from __future__ import annotations
@@ -121,14 +124,14 @@ class Workers(ChannelWork):
                     self._lock.wait()
                     continue
                 if (
-                    options.preserve_commit_order
-                    and not head.alone
+                    not head.alone
                     and head.ordinal != self._gaq.lwm + 1
                     and self._contiguous(queue, gather_min) < gather_min
                 ):
                     # Not next to commit, and too short a run to be worth a DuckDB commit of its
                     # own: the worker whose turn comes first takes these along (_queue_holding),
-                    # or the run grows, or this worker's turn comes.
+                    # or the run grows, or this worker's turn comes. With commit order off too
+                    # (see GATHER_MIN): it then commits without waiting for earlier ordinals.
                     status.state = "waiting for preceding transaction to commit"
                     self._lock.wait()
                     continue
@@ -161,7 +164,7 @@ class Workers(ChannelWork):
                     if queue and queue[0].ordinal == last + 1:
                         source = queue
                     else:
-                        source = self._queue_holding(last + 1, worker) if self._takes_along else None
+                        source = self._queue_holding(last + 1, worker)
                         if source is None:
                             if preserve or not queue:
                                 break  # with commit order kept, a batch holds consecutive ordinals
