@@ -35,6 +35,7 @@ from .arrow_memory import use_applier_allocator
 from .errors import RelaydeckError, RelayIndexError, RelayLogGap
 from .gc_tuning import relax_garbage_collector
 from .pool import Executor, make_executor
+from .pool.handover import sweep_orphans
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
 from .repository import Repository, mysql_timestamp
 from .slave.database import Slave
@@ -163,6 +164,10 @@ class ChannelRun:
                 outcome.stats = ApplyStats(stopped_by="UNTIL SQL_AFTER_MTS_GAPS")
                 live.state = "OFF"
                 return
+            # A replay killed before may have left results in /dev/shm (memory) that its
+            # preparing processes handed over: they go now, whatever this one runs; the pools of
+            # processes and Spark sweep them as well, the single applier and threads would not.
+            sweep_orphans()
             hook = self._progress_hook(logs)
             applier: ChannelApplier | ParallelApplier
             pool: Executor | None = None

@@ -12,9 +12,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from engine.applier.vocabulary import ParallelOptions
+from engine.generate import generate
 from engine.pool import ProcessExecutor, handover
 from engine.pool.handover import PREFIX, SHARED_MEMORY, Handover, close_owner, hand_over, new_owner
 from engine.relaylog.segments import Segment
+from engine.replay import ChannelSpec, Replay
 
 pytestmark = pytest.mark.skipif(not SHARED_MEMORY.is_dir(), reason="no /dev/shm on this machine")
 
@@ -107,6 +110,30 @@ def test_files_of_a_caller_that_ended_are_removed_when_an_executor_starts() -> N
             executor.close()
         close_owner(f"{os.getpid()}-999999")
         assert not mine.exists()
+    finally:
+        orphan.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("parallel", [None, ParallelOptions(workers=2, pool="threads")])
+def test_files_of_a_caller_that_ended_are_removed_when_any_replay_starts(parallel, tmp_path) -> None:
+    """The single applier and the thread pool hand nothing over, but a replay killed before them
+    (with a pool of processes or Spark) may have left files: they go at the next start."""
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    orphan = SHARED_MEMORY / f"{PREFIX}{int(ended.stdout)}-0-1-0"
+    orphan.write_bytes(b"left by a killed replay")
+    mine = SHARED_MEMORY / f"{PREFIX}{os.getpid()}-999998-1-0"  # a live caller's: kept
+    mine.write_bytes(b"still wanted")
+    try:
+        summary = generate("oltp", 0.2, tmp_path / "relay")
+        outcomes = Replay(
+            tmp_path / "slave.duckdb", None, [ChannelSpec("", summary.index_file)], parallel=parallel
+        ).run()
+        assert outcomes[0].error is None
+        assert not orphan.exists()
+        assert mine.exists()
     finally:
         orphan.unlink(missing_ok=True)
         mine.unlink(missing_ok=True)

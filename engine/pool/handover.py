@@ -13,8 +13,9 @@ Results below HANDOVER_MIN_BYTES, and any that cannot be written there (no /dev/
 go through the pipe as before. A file that nobody took over (its caller was killed in between, or
 its process while writing it, a Spark task cancelled with its job) carries its executor's owner in
 its name, the caller's pid first: an executor removes its own when it closes, and the next
-executor started removes those of callers that ended and of executors of its own process that
-closed (sweep_orphans), whatever was still writing when they closed.
+executor started, and every channel of a replay as it starts, removes those of callers that
+ended and of executors of its own process that closed (sweep_orphans), whatever was still
+writing when they closed.
 """
 
 from __future__ import annotations
