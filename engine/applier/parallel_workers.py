@@ -164,7 +164,7 @@ class Workers(ChannelWork):
                     if queue and queue[0].ordinal == last + 1:
                         source = queue
                     else:
-                        source = self._queue_holding(last + 1, worker)
+                        source = self._queue_holding(last + 1)
                         if source is None:
                             if preserve or not queue:
                                 break  # with commit order kept, a batch holds consecutive ordinals
@@ -206,15 +206,14 @@ class Workers(ChannelWork):
             covered += 1
         return covered
 
-    def _queue_holding(self, ordinal: int, worker: WorkerQueue) -> deque[Job] | None:
-        """The queue whose head is `ordinal`, if any. With commit order preserved a batch may
-        only hold consecutive ordinals, and without it a dependent chain is best applied in one
-        go; the next one may sit at the head of another worker's queue: taking it along (it is
-        applied after its predecessor in the same DuckDB transaction, as the single applier
-        would) keeps batches large when the scheduler spreads consecutive transactions over
-        workers (DATABASE, and every clock's runs of dependent transactions)."""
-        if worker.queue and worker.queue[0].ordinal == ordinal:
-            return worker.queue
+    def _queue_holding(self, ordinal: int) -> deque[Job] | None:
+        """The queue whose head is `ordinal`, if any; the caller looks at its own queue's head
+        first, the usual case. With commit order preserved a batch may only hold consecutive
+        ordinals, and without it a dependent chain is best applied in one go; the next one may
+        sit at the head of another worker's queue: taking it along (it is applied after its
+        predecessor in the same DuckDB transaction, as the single applier would) keeps batches
+        large when the scheduler spreads consecutive transactions over workers (DATABASE, and
+        every clock's runs of dependent transactions)."""
         try:
             holder = self._workers[self._gaq.worker_of(ordinal)]
         except KeyError:
