@@ -527,6 +527,46 @@ def test_a_scanned_transaction_whose_images_do_not_decode_leaves_the_run_as_it_w
     assert all(a.ops.equals(b.ops) for a, b in zip(got.tables, want.tables, strict=True))
 
 
+@pytest.mark.parametrize("begins_known", [True, False], ids=["begin-decoded-before", "begin-never-seen"])
+def test_the_compiled_scanner_reads_mysql_transactions_whose_begin_the_reader_decoded(
+    begins_known, tmp_path, monkeypatch
+):
+    """A MySQL row-only transaction (GTID, BEGIN, table maps, rows events, XID) is read by the
+    scanner once the reader has decoded a BEGIN of the same bytes; with none decoded, every one is
+    left to the reader. Either way the runs are the reader's, GTIDs and logical clocks included."""
+    from engine.applier import prepare
+
+    if prepare._runscan is None:
+        pytest.skip("the compiled scanner is not built")
+    scanned: list[tuple] = []
+    real = prepare._runscan
+
+    class Recording:
+        def scan_transaction(self, *args):  # type: ignore[no-untyped-def]
+            result = real.scan_transaction(*args)
+            if result is not None:
+                scanned.append(result)
+            return result
+
+    monkeypatch.setattr(prepare, "_runscan", Recording())
+    if not begins_known:
+        monkeypatch.setattr(prepare, "_BEGINS", set())  # one the reader never fills
+    logs = read_index(generate("oltp", 2, tmp_path / "relay").index_file)
+    in_runs = 0
+    for segment in plan_segments(logs, None, 4, 200):
+        fast = prepare_segment(copy.deepcopy(segment), 100)
+        _same_items(fast, prepare_segment(copy.deepcopy(segment), 100, fast_path=False))
+        in_runs += sum(len(i.transactions) for i in fast.items if isinstance(i, PreparedRun))
+    mysql = [s for s in scanned if len(s) == 10]
+    assert in_runs > 100
+    if not begins_known:
+        assert mysql == []
+        return
+    # all but the first transaction of each segment, which the reader reads with the file's start
+    assert len(mysql) > 0.9 * in_runs
+    assert all(s[7] is not None and s[8] is not None for s in mysql)  # the logical clock, logged
+
+
 def _same_items(fast, slow) -> None:  # type: ignore[no-untyped-def]
     assert fast.resume_at == slow.resume_at
     assert [type(i) for i in fast.items] == [type(i) for i in slow.items]

@@ -1,11 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""One MariaDB row-only transaction read straight from the mapped relay log, for the process
-pool's workers (applier/prepare.py).
+"""One row-only transaction read straight from the mapped relay log, for the process pool's
+workers (applier/prepare.py).
 
 The reader builds a Python object per event (header, body, event, position); a worker preparing
 an OLTP segment spends a third of its time on them. This reads the usual shape of a MariaDB
 transaction in one call, with the reader's checks (framing within the file, CRC32 when the
-format says so) and none of its objects: a GTID event opening a multi-statement transaction,
+format says so) and none of its objects: a GTID event opening a multi-statement transaction
+(MariaDB's; or MySQL's followed by a BEGIN the reader has decoded before, compared by its bytes),
 table maps already decoded once (shared by body, as the reader shares them), rows events with
 full images, and the XID. Anything else, or anything out of the ordinary, returns None and the
 ordinary reader takes the transaction, so results and errors are always the reader's.
@@ -24,9 +25,18 @@ from engine.binlog._event_crc cimport event_crc32
 cdef enum:
     HEADER_LEN = 19
     CHECKSUM_LEN = 4
+    QUERY = 2
     XID = 16
     TABLE_MAP = 19
+    MYSQL_GTID = 33
     MARIADB_GTID = 162
+    # a MySQL GTID event: flags, source UUID, GNO, then the logical clock when its type byte says so
+    SID_AT = 1
+    GNO_AT = 17
+    CLOCK_AT = 25
+    LOGICAL_TIMESTAMP = 2
+    QUERY_POST_HEADER = 13
+    BEGIN_KEY_AT = 8  # a BEGIN's bytes from its database name's length on (see decoded_begins)
     # MariaDB GTID flags: a standalone statement, DDL, XA — none of them a row-only transaction
     NOT_ROW_ONLY = 1 | 32 | 64 | 128
     GROUP_COMMIT_ID = 2
@@ -37,22 +47,77 @@ cdef inline bint _rows_type(int code) noexcept:
 
 
 def scan_transaction(data, Py_ssize_t pos, Py_ssize_t limit, bint checksum, tuple post_lengths,
-                     bint is_mariadb, dict table_maps):
-    """The transaction at pos, if it has the usual shape and ends before limit: (end, server_id,
-    domain_id, seq_no, timestamp, log_pos of its XID, rows, commit_id), rows holding (table_map,
-    type_code, width, rows_data) per rows event in order, commit_id None unless the GTID event
-    carries a group-commit id. None otherwise."""
+                     bint is_mariadb, dict table_maps, set begins):
+    """The transaction at pos, if it has the usual shape and ends before limit, else None.
+
+    MariaDB's: (end, server_id, domain_id, seq_no, timestamp, log_pos of its XID, rows,
+    commit_id), commit_id None unless the GTID event carries a group-commit id.
+    MySQL's: (end, server_id, source UUID (16 bytes), GNO, timestamp, log_pos of its XID, rows,
+    last_committed, sequence_number, original_commit_timestamp), the last three None where the
+    GTID event does not log them.
+    rows holds (table_map, type_code, width, rows_data) per rows event, in order."""
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         return _scan(<const unsigned char*> view.buf, min(limit, view.len), pos, checksum,
-                     post_lengths, is_mariadb, table_maps)
+                     post_lengths, is_mariadb, table_maps, begins)
     finally:
         PyBuffer_Release(&view)
 
 
+cdef object _mysql_gtid(const unsigned char* p, Py_ssize_t body, Py_ssize_t n):
+    """(source UUID, GNO, last_committed, sequence_number, original_commit_timestamp) of a MySQL
+    GTID event's body, read as decode_gtid reads it; None where that decoder might find fault or
+    where the GNO is not a usual one (the reader's way then)."""
+    cdef Py_ssize_t at = CLOCK_AT
+    cdef unsigned long long immediate
+    cdef int first
+    if n < CLOCK_AT:
+        return None
+    gno = le(p + body + GNO_AT, 8)
+    if gno < 1 or gno >= (1 << 63):
+        return None
+    last_committed = sequence_number = original = None
+    if at < n and p[body + at] == LOGICAL_TIMESTAMP:
+        if at + 17 > n:
+            return None
+        last_committed = le(p + body + at + 1, 8)
+        sequence_number = le(p + body + at + 9, 8)
+        at += 17
+    if at + 7 <= n:
+        immediate = le(p + body + at, 7)
+        at += 7
+        if immediate & (1ULL << 55):
+            if at + 7 > n:
+                return None
+            original = le(p + body + at, 7)
+            at += 7
+        else:
+            original = immediate
+    if at < n:
+        # the transaction length, a packed integer, and what follows it: only where they are whole
+        first = p[body + at]
+        if first == 251 or first == 255:
+            return None
+        at += 1 if first < 251 else (3 if first == 252 else (4 if first == 253 else 9))
+        if at > n:
+            return None
+        if at + 4 <= n and p[body + at + 3] & 0x80 and at + 8 > n:
+            return None
+    sid = PyBytes_FromStringAndSize(<const char*> p + body + SID_AT, 16)
+    return (sid, gno, last_committed, sequence_number, original)
+
+
+cdef bint _known_begin(const unsigned char* p, Py_ssize_t body, Py_ssize_t n, int post, set begins):
+    """Whether the QUERY event's body is a BEGIN the reader has decoded before."""
+    if post != QUERY_POST_HEADER or n < QUERY_POST_HEADER:
+        return False
+    key = PyBytes_FromStringAndSize(<const char*> p + body + BEGIN_KEY_AT, n - BEGIN_KEY_AT)
+    return key in begins
+
+
 cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint checksum,
-                  tuple post_lengths, bint is_mariadb, dict table_maps):
+                  tuple post_lengths, bint is_mariadb, dict table_maps, set begins):
     cdef Py_ssize_t size, body, body_end, at, n, width, nbytes, extra_len, post
     cdef int code, flags
     cdef uint32_t timestamp, server_id
@@ -64,10 +129,11 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
         return None
     maps = {}
     rows = []
-    domain = seq = commit_id = None
+    domain = seq = commit_id = mysql = None
     server_id = 0
     timestamp = 0
     first = True
+    begun = True  # a MySQL transaction is begun by its BEGIN, after its GTID
     while True:
         if pos + HEADER_LEN > limit:
             return None
@@ -84,7 +150,19 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
             if event_crc32(p + pos, <size_t> (body_end - pos)) != <uint32_t> le(p + body_end, 4):
                 return None
         n = body_end - body
-        if first:
+        if first and code == MYSQL_GTID and not is_mariadb:
+            mysql = _mysql_gtid(p, body, n)
+            if mysql is None:
+                return None
+            timestamp = <uint32_t> le(p + pos, 4)
+            server_id = <uint32_t> le(p + pos + 5, 4)
+            first = begun = False
+        elif not begun:
+            if code != QUERY or not _known_begin(p, body, n, post_lengths[QUERY - 1] if nposts >= QUERY else -1,
+                                                 begins):
+                return None
+            begun = True
+        elif first:
             if code != MARIADB_GTID or n < 13:
                 return None
             flags = p[body + 12]
@@ -155,6 +233,9 @@ cdef object _scan(const unsigned char* p, Py_ssize_t limit, Py_ssize_t pos, bint
         elif code == XID:
             if n < 8 or not rows:
                 return None
+            if mysql is not None:
+                return (pos + size, server_id, mysql[0], mysql[1], timestamp, <uint32_t> le(p + pos + 13, 4),
+                        rows, mysql[2], mysql[3], mysql[4])
             return (pos + size, server_id, domain, seq, timestamp, <uint32_t> le(p + pos + 13, 4), rows,
                     commit_id)
         else:

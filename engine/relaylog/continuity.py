@@ -335,10 +335,19 @@ class Continuity:
         self.expected = end
 
     def scanned(
-        self, log_name: str, source_log_file: str, data: bytes, pos: int, end: int, domain: int, seq: int
+        self,
+        log_name: str,
+        source_log_file: str,
+        data: bytes,
+        pos: int,
+        end: int,
+        domain: int | None,
+        seq: int,
+        mysql_gtid: str | None = None,
     ) -> None:
-        """A MariaDB row-only transaction the compiled scanner read whole from pos to end (the
-        process pool): its GTID, then its other events' positions from their headers."""
+        """A row-only transaction the compiled scanner read whole from pos to end (the process
+        pool): its GTID, then its other events' positions from their headers. A MariaDB GTID
+        comes as its domain and seq_no; a MySQL one as its text (mysql_gtid, domain None)."""
         _, _, server_id, size, log_pos, _ = _HEADER.unpack_from(data, pos)
         if server_id == self.relay_writer:
             return  # a binlog's own transaction, not a relay log's (as event() leaves it)
@@ -349,7 +358,7 @@ class Continuity:
             start is not None
             and start == self.expected
             and source_log_file == self.source_file
-            and self.last_seq.get(domain) == seq - 1
+            and (domain is None or self.last_seq.get(domain) == seq - 1)
             and self.open is None
             and self.positions_logged
             and not self.skipping
@@ -359,9 +368,12 @@ class Continuity:
             # the source's last event ended and follows the last of its domain by one
             self.expected = log_pos
             self.resync = self.at_start = False
-            self.last_seq[domain] = seq
+            if domain is not None:
+                self.last_seq[domain] = seq
         else:
-            facts = _scanned_facts(log_name, source_log_file, pos, domain, server_id, seq, start, log_pos)
+            facts = _scanned_facts(
+                log_name, source_log_file, pos, domain, server_id, seq, start, log_pos, mysql_gtid
+            )
             self.gtid(facts)
         at = pos + size
         checked = self.positions_logged and not self.skipping
@@ -377,7 +389,9 @@ class Continuity:
             at = end if stopped < 0 else stopped
         if at < end and facts is None:
             # the events are checked one by one: a gap among them names the transaction open
-            facts = _scanned_facts(log_name, source_log_file, pos, domain, server_id, seq, start, log_pos)
+            facts = _scanned_facts(
+                log_name, source_log_file, pos, domain, server_id, seq, start, log_pos, mysql_gtid
+            )
             self.open = _Open(facts, True)
         while at < end:
             _, type_code, _, size, log_pos, _ = _HEADER.unpack_from(data, at)
@@ -466,13 +480,17 @@ def _scanned_facts(
     log_name: str,
     source_log_file: str,
     pos: int,
-    domain: int,
+    domain: int | None,
     server_id: int,
     seq: int,
     start: int | None,
     end: int,
+    mysql_gtid: str | None,
 ) -> GtidFacts:
-    """The facts of a GTID the compiled scanner read (a MariaDB one opening a transaction)."""
+    """The facts of a GTID the compiled scanner read, opening a transaction: as gtid_facts()
+    gives them for the event (a MySQL GTID's multi_statement comes with the BEGIN after it)."""
+    if domain is None:
+        return GtidFacts(mysql_gtid, None, 0, False, log_name, pos, source_log_file, start, end)
     return GtidFacts(
         f"{domain}-{server_id}-{seq}", domain, seq, True, log_name, pos, source_log_file, start, end
     )

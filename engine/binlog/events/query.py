@@ -23,6 +23,18 @@ from ..values import decode_decimal
 from .base import BinlogEvent, DecodeContext, EventHeader
 from .compression import mariadb_uncompress
 
+# The BEGIN events decoded so far, each body less its thread id and execution time (which vary
+# from one to the next): the process pool's scanner (binlog/_runscan.pyx) takes a MySQL
+# transaction's BEGIN as read when its bytes are among them, and leaves any other to this decoder.
+_BEGINS: set[bytes] = set()
+_BEGINS_MAX = 4096
+_BEGIN = b"BEGIN"
+
+
+def decoded_begins() -> set[bytes]:
+    """The bodies of the BEGIN events decoded so far, from their database name's length on."""
+    return _BEGINS
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class QueryStatusVars:
@@ -235,7 +247,12 @@ def decode_query(header: EventHeader, body: bytes, ctx: DecodeContext) -> Query:
             p.text(query_raw),
             p.u32(body, 13),
         )
-    return Query(header, thread_id, exec_time, error_code, status, p.text(db_raw), p.text(query_raw))
+    query = Query(header, thread_id, exec_time, error_code, status, p.text(db_raw), p.text(query_raw))
+    if query_raw == _BEGIN and post == 13 and header.type_code == EventType.QUERY:
+        if len(_BEGINS) >= _BEGINS_MAX:
+            _BEGINS.clear()
+        _BEGINS.add(bytes(body[8:]))
+    return query
 
 
 @dataclass(slots=True, unsafe_hash=True)
