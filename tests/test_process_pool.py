@@ -462,13 +462,8 @@ def test_a_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(tmp_p
     assert all(a.ops.equals(b.ops) for a, b in zip(got.tables, want.tables, strict=True))
 
 
-def test_a_scanned_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(monkeypatch):
-    """The scanner's way (add_scanned) takes back what a transaction queued before its faulty
-    rows event, in the tables the run held and in those new to it; the run then goes on as if
-    the transaction had never come."""
-    from engine.applier import prepare
-    from engine.applier.prepare import _RunBuilder
-
+def _record_scanned(prepare, monkeypatch) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """What the compiled scanner reads from now on (the test is skipped where it is not built)."""
     if prepare._runscan is None:
         pytest.skip("the compiled scanner is not built")
     scanned: list[tuple] = []
@@ -482,6 +477,17 @@ def test_a_scanned_transaction_whose_images_do_not_decode_leaves_the_run_as_it_w
             return result
 
     monkeypatch.setattr(prepare, "_runscan", Recording())
+    return scanned
+
+
+def test_a_scanned_transaction_whose_images_do_not_decode_leaves_the_run_as_it_was(monkeypatch):
+    """The scanner's way (add_scanned) takes back what a transaction queued before its faulty
+    rows event, in the tables the run held and in those new to it; the run then goes on as if
+    the transaction had never come."""
+    from engine.applier import prepare
+    from engine.applier.prepare import _RunBuilder
+
+    scanned = _record_scanned(prepare, monkeypatch)
     logs = read_index(CHANNELS[0].index_file)
     for segment in plan_segments(logs, None, 4, 400):
         prepare_segment(segment, 400)
@@ -536,19 +542,7 @@ def test_the_compiled_scanner_reads_mysql_transactions_whose_begin_the_reader_de
     left to the reader. Either way the runs are the reader's, GTIDs and logical clocks included."""
     from engine.applier import prepare
 
-    if prepare._runscan is None:
-        pytest.skip("the compiled scanner is not built")
-    scanned: list[tuple] = []
-    real = prepare._runscan
-
-    class Recording:
-        def scan_transaction(self, *args):  # type: ignore[no-untyped-def]
-            result = real.scan_transaction(*args)
-            if result is not None:
-                scanned.append(result)
-            return result
-
-    monkeypatch.setattr(prepare, "_runscan", Recording())
+    scanned = _record_scanned(prepare, monkeypatch)
     if not begins_known:
         monkeypatch.setattr(prepare, "_BEGINS", set())  # one the reader never fills
     logs = read_index(generate("oltp", 2, tmp_path / "relay").index_file)
