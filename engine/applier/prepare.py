@@ -213,9 +213,15 @@ class _RunBuilder:
         return self._take(decoded, transaction, events, maria_gtid)
 
     def add_scanned(
-        self, scanned: tuple[Any, ...], log_name: str, pos: int, source_log_file: str
+        self,
+        scanned: tuple[Any, ...],
+        log_name: str,
+        pos: int,
+        source_log_file: str,
+        mysql_gtid: str | None = None,
     ) -> bool | None:
-        """add() for a transaction the compiled scanner read at (log_name, pos).
+        """add() for a transaction the compiled scanner read at (log_name, pos); mysql_gtid: the
+        text of its MySQL GTID, where the caller has made it.
 
         Most of a segment comes this way, a transaction of a few rows events at a time, so this
         is _take() written out for it, in one pass: each rows event's decoder, table and kind of
@@ -230,7 +236,7 @@ class _RunBuilder:
         else:
             end, server_id, sid, gno, timestamp, source_end_pos, rows = scanned[:7]
             last_committed, sequence_number, original_commit_timestamp = scanned[7:]
-            gtid = _mysql_gtid_text(sid, gno)
+            gtid = mysql_gtid or _mysql_gtid_text(sid, gno)
             domain = commit_id = None
         plans, tables = self._plans, self.tables
         # where each table this transaction changes stands, to take it back (None: new to the run)
@@ -589,14 +595,15 @@ def _prepare(
                     return pos
                 end = scanned[0]
                 if len(scanned) == 8:
+                    gtid = None
                     continuity.scanned(name, source, data, pos, end, scanned[2], scanned[3])
                 else:
                     gtid = _mysql_gtid_text(scanned[2], scanned[3])
                     continuity.scanned(name, source, data, pos, end, None, scanned[3], gtid)
-                outcome = builder.add_scanned(scanned, name, pos, source)
+                outcome = builder.add_scanned(scanned, name, pos, source, gtid)
                 if outcome is False:
                     close_run()
-                    outcome = builder.add_scanned(scanned, name, pos, source)
+                    outcome = builder.add_scanned(scanned, name, pos, source, gtid)
                 if outcome is not True:
                     checked_to = Position(name, end)
                     return pos  # the reader takes it, and its decoding reports what is wrong
