@@ -305,7 +305,7 @@ class _RunBuilder:
         self.op_starts.append(before)
         self.sources.append(None)
         if domain is None:
-            self.gtids.mysql.append(gtid)
+            self.gtids.add(gtid)  # MySQL's, one by one
         else:
             self._maria_gtid(domain, server_id, seq_no)
         return True
