@@ -35,10 +35,10 @@ from engine.pool.spark import (
     LocalSegment,
     SparkExecutor,
     SparkExecutorError,
-    _DriverWalk,
     _run_in_spark_task,
     run_shipped,
     ship,
+    walked_to_start,
 )
 from engine.relaylog.index import read_index
 from engine.relaylog.segments import plan_segments
@@ -330,9 +330,8 @@ def test_segments_waiting_when_spark_fails_to_start_are_prepared_by_the_local_pr
 def test_a_task_reads_only_the_bytes_of_its_segment(tmp_path):
     # run_shipped reads only a folder it writes itself: the shipped bytes are all a task has
     task = PrepareTask(100)
-    walk = _DriverWalk()
     for segment in plan_segments(read_index(CHANNELS[0].index_file), None, 4, 200):
-        shipped = ship(segment, walk.state_at(segment))
+        shipped = ship(segment, walked_to_start(segment))
         shipped_bytes = sum(len(piece) for f in shipped.files for _, piece in f.pieces)
         whole = sum(path.stat().st_size for path in segment.files[: len(shipped.files)])
         assert shipped_bytes < whole or segment.start_pos <= 4
@@ -520,7 +519,7 @@ def test_the_folder_of_a_task_killed_with_its_replay_is_removed_by_the_next_task
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     segment = next(plan_segments(read_index(CHANNELS[0].index_file), None, 4, 200))
-    shipped = ship(segment, _DriverWalk().state_at(segment))
+    shipped = ship(segment, walked_to_start(segment))
     killed = _task_in_a_forked_process(_StallingTask(tmp_path / "killed"), shipped)
     alive = _task_in_a_forked_process(_StallingTask(tmp_path / "alive"), shipped)
     try:

@@ -297,7 +297,8 @@ class _Rereader:
     def _restart(self) -> None:
         self._state: ReaderState = copy.deepcopy(self._segment.state)
         self._file = 0  # the state stands in this file (at its read_pos when it was read)
-        self._read = False
+        # the planner walked the state to the segment's start in its first file (Segment.state)
+        self._read = self._state.read_file == str(self._segment.files[0])
 
     def _events(self, name: str, start: int, stop: int) -> list[LoggedEvent]:
         index = self._names.index(name)

@@ -98,28 +98,17 @@ class LocalSegment:
     owner: str  # handover.new_owner of the executor
 
 
-class _DriverWalk:
-    """Reader states walked to segment starts, each from the previous one in the same file, so
-    that the driver walks every file's headers once however many segments it holds."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last: dict[str, ReaderState] = {}
-
-    def state_at(self, segment: Segment) -> ReaderState:
-        path = segment.files[0]
-        key = str(path)
-        with self._lock:
-            known = self._last.get(key)
-            state = copy.deepcopy(
-                known if known is not None and known.read_pos <= segment.start_pos else segment.state
-            )
-            with BinlogFile(path) as binlog:
-                for _ in binlog.events(state, start=segment.start_pos, stop=segment.start_pos, resume=True):
-                    pass
-            state.read_pos = segment.start_pos
-            self._last = {key: copy.deepcopy(state)}
-        return state
+def walked_to_start(segment: Segment) -> ReaderState:
+    """The segment's reader state at its start, for a task that has only the bytes from there:
+    the planner's (Segment.state), which a walk from its read_pos leaves as it is, or walked
+    here where the planner's walk met bad input (this walk raises it: the segment is then
+    read on the driver, which reports it)."""
+    state = copy.deepcopy(segment.state)
+    with BinlogFile(segment.files[0]) as binlog:
+        for _ in binlog.events(state, start=segment.start_pos, stop=segment.start_pos, resume=True):
+            pass
+    state.read_pos = segment.start_pos
+    return state
 
 
 def ship(segment: Segment, state: ReaderState) -> ShippedSegment:
@@ -255,7 +244,6 @@ class SparkExecutor:
         self._slot_numbers = itertools.count(1)
         self._slots_lock = threading.Lock()
         self._group = f"relaydeck-prepare-{id(self):x}"
-        self._walk = _DriverWalk()
         # local mode: the tasks read the driver's files and hand results over through /dev/shm
         self._same_machine = master is None or master.startswith("local")
         self._owner = new_owner()
@@ -396,7 +384,7 @@ class SparkExecutor:
             if self._same_machine:
                 shipped: ShippedSegment | LocalSegment = LocalSegment(segment, self._owner)
             else:
-                shipped = ship(segment, self._walk.state_at(segment))
+                shipped = ship(segment, walked_to_start(segment))
             context = self._session.sparkContext
             context.setJobGroup(self._group, f"prepare segment {segment.number}", interruptOnCancel=True)
             (data,) = context.parallelize([(task, shipped)], 1).map(_run_in_spark_task).collect()
