@@ -1,12 +1,13 @@
 """`relaydeck events --rows --json` with --jobs 2 and --jobs 1 beside `mariadb-binlog
 --base64-output=decode-rows -vv`, on the same files: the bundled MariaDB capture (both channels)
-and a generated OLTP log (~100 MB).
+and a generated OLTP log (~100 MB), and any capture folder given with --capture (such as the
+full-size one benchmarks/replay_throughput.py --peer makes with ../shared/peer/peer.sh).
 
 The three run interleaved in one invocation (the machine is shared and noisy, so only ratios
 measured this way mean anything); each figure is the median of the repeats, output discarded.
 Prints the table and writes benchmarks/results/events_parallel.json.
 
-    python benchmarks/events_parallel.py [--size MB] [--repeats N]
+    python benchmarks/events_parallel.py [--size MB] [--repeats N] [--capture DIR ...]
 """
 
 from __future__ import annotations
@@ -94,6 +95,14 @@ def main() -> int:
     )
     parser.add_argument("--size", type=float, default=100.0, help="generated log size in MB (default 100)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--capture",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also list a folder of relay logs (every relay-bin-*.index in it, e.g. the peer's capture)",
+    )
     args = parser.parse_args()
     tool = shutil.which("mariadb-binlog")
     if tool is None:
@@ -106,6 +115,12 @@ def main() -> int:
         ],
         f"generated oltp, {args.size:g} MB": [ensure_relay_log("oltp", args.size, 1)],
     }
+    for folder in args.capture:
+        indexes = sorted(folder.glob("relay-bin-*.index"))
+        if not indexes:
+            print(f"{folder}: no relay-bin-*.index in it", file=sys.stderr)
+            return 2
+        logs[f"capture {folder} ({len(indexes)} channels)"] = indexes
     result = {
         **measurement_header(),
         "what": "relaydeck events --rows --json (--jobs 2, --jobs 1) vs mariadb-binlog "
