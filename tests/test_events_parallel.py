@@ -35,7 +35,7 @@ RELAY = MULTISOURCE / "relay"
 PUBLIC = ROOT / "fixtures" / "public-binlogs"
 MODES = {"text": [], "json": ["--json"], "rows": ["--rows"], "rows-json": ["--rows", "--json"]}
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
-TABLE_MAP, MYSQL_GTID, MARIADB_GTID = 19, 33, 162
+FORMAT_DESCRIPTION, TABLE_MAP, MYSQL_GTID, MARIADB_GTID = 15, 19, 33, 162
 
 
 @pytest.fixture
@@ -209,6 +209,15 @@ def damage_by_a_bad_gtid_sequence(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def damage_by_flipping_a_byte_of_the_copied_format_description(path: Path) -> None:
+    # the source's FORMAT_DESCRIPTION after the relay file's own: the planner's walk of the file's
+    # headers meets it before every cut, so each segment's reader walks the file and reports it
+    data = bytearray(path.read_bytes())
+    pos, size = [(pos, size) for pos, code, size, _ in events_of(data) if code == FORMAT_DESCRIPTION][1]
+    data[pos + size - 8] ^= 0x10  # the CRC32 no longer matches
+    path.write_bytes(bytes(data))
+
+
 def damage_by_overwriting_a_file(index: Path) -> None:
     middle_file(index).write_bytes(b"not a relay log at all")
 
@@ -219,6 +228,9 @@ DAMAGES = {
     "truncated middle file": lambda index: damage_by_truncating(middle_file(index)),
     "GTID sequence jumps": lambda index: damage_by_a_bad_gtid_sequence(middle_file(index)),
     "a middle file that is no binlog": damage_by_overwriting_a_file,
+    "copied format description fails its check": lambda index: (
+        damage_by_flipping_a_byte_of_the_copied_format_description(middle_file(index))
+    ),
 }
 
 

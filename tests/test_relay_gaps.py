@@ -126,6 +126,43 @@ def test_a_truncated_middle_file_stops_at_the_last_whole_transaction_and_a_repai
     assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
+@pytest.mark.parametrize("applier", list(APPLIERS))
+def test_a_corrupt_format_description_inside_a_file_stops_every_applier_before_it(
+    tmp_path: Path, applier: str
+) -> None:
+    # The source's FORMAT_DESCRIPTION copied after the relay file's own fails its check: whoever
+    # plans segments meets it walking the file's headers before every cut, and each segment's
+    # reader walks the file itself instead, so every applier stops where the single one does.
+    index = copy_m1(tmp_path / "relay")
+    damaged = index.parent / "relay-bin-m1.000010"
+    data = bytearray(damaged.read_bytes())
+    formats = [e for e in whole_events(bytes(data)) if e.type_code == 15]
+    copied = formats[1]
+    data[copied.pos + copied.size - 8] ^= 0x10
+    damaged.write_bytes(bytes(data))
+    before = [
+        gtid_seq(raw, e.pos)
+        for path in read_index(index).files
+        if path.name < damaged.name
+        for raw in [path.read_bytes()]
+        for e in whole_events(raw)
+        if e.type_code == MARIADB_GTID
+    ][-1]
+    slave = tmp_path / "slave.duckdb"
+    run = replay(slave, index, *APPLIERS[applier])
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"relaydeck: relay-bin-m1.000010 at position {copied.pos}: Format_desc event fails its CRC32 check (corrupt data)"
+    ]
+    status = channel_status(slave)
+    assert status["last_error_number"] == 1594
+    assert status["executed_gtid_set"] == f"1-1-{before}"
+    shutil.copyfile(RELAY / damaged.name, damaged)
+    rerun = replay(slave, index, *APPLIERS[applier])
+    assert rerun.returncode == 0, rerun.stderr
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
+
+
 def test_events_reports_the_same_gap(tmp_path: Path) -> None:
     index = copy_m1(tmp_path / "relay")
     with open(index.parent / TRUNCATED_FILE, "r+b") as fh:
