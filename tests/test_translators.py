@@ -20,7 +20,7 @@ import threading
 import engine.slave as slave_package
 from engine.applier.executor import TransactionExecutor
 from engine.slave.database import Slave
-from engine.slave.translators import load_translators
+from engine.slave.translators import load_ddl, load_statements
 
 slave = Slave(sys.argv[1])
 executors = [TransactionExecutor(slave.session()) for _ in range(2)]
@@ -32,7 +32,8 @@ def ask(how):
     start.wait()
     try:
         if how == 0:
-            load_translators()
+            load_ddl()
+            load_statements()
         elif how == 1:
             executors[0].statements
         elif how == 2:
@@ -79,7 +80,7 @@ def _imports_sqlglot_or_translators(node: ast.AST, package: str) -> bool:
 
 def test_every_import_of_the_translators_inside_a_function_goes_through_the_lock() -> None:
     # An import at a module's top runs when the module loads, before any worker thread exists;
-    # one inside a function may run on any thread, so it must ask load_translators().
+    # one inside a function may run on any thread, so it must ask load_ddl() or load_statements().
     unlocked = []
     for name, path in modules().items():
         if name.startswith(TRANSLATORS) or name == LOADER:

@@ -28,7 +28,7 @@ from ..slave.rowapply import (
     table_ref,
 )
 from ..slave.schema import Catalog
-from ..slave.translators import load_translators
+from ..slave.translators import load_ddl, load_statements
 from ..slave.types import duckdb_type
 from ..transactions import DELIMITING_VERBS, Transaction, TransactionPart, statement_verb
 
@@ -133,15 +133,13 @@ class TransactionExecutor:
     def ddl(self) -> DdlTranslator:
         # The translators load sqlglot: at the first DDL or statement, not at every start
         if self._ddl is None:
-            ddl, _ = load_translators()
-            self._ddl = ddl.DdlTranslator(duckdb_catalog=self.slave.duckdb_catalog)
+            self._ddl = load_ddl().DdlTranslator(duckdb_catalog=self.slave.duckdb_catalog)
         return self._ddl
 
     @property
     def statements(self) -> StatementTranslator:
         if self._statements is None:
-            _, statements = load_translators()
-            self._statements = statements.StatementTranslator(duckdb_catalog=self.slave.duckdb_catalog)
+            self._statements = load_statements().StatementTranslator(duckdb_catalog=self.slave.duckdb_catalog)
         return self._statements
 
     def flush(self) -> None:
@@ -186,7 +184,7 @@ class TransactionExecutor:
         database = event.database or None
         temporaries = self._session_temporaries(event.thread_id)
         if verb in _DML:
-            _, statements = load_translators()
+            statements = load_statements()
             context = statements.SessionContext(
                 default_db=database,
                 user_vars=dict(session.user_vars),

@@ -48,7 +48,7 @@ from ..slave.database import ChannelProgress, Slave, unregister
 from ..slave.identifiers import quote_ident
 from ..slave.rowapply import ApplyError, slave_table_ref
 from ..slave.schema import Catalog, MysqlTable
-from ..slave.translators import load_translators
+from ..slave.translators import load_ddl
 from ..slave.untranslatable import UntranslatableStatement
 from .source import (
     ER_TABLE_DEF_CHANGED,
@@ -186,7 +186,7 @@ def _refuse_definitions_changed(
     copied: replication would apply it again. Each such statement is translated against the
     catalog the clone built; one that would change it refuses the clone (CREATE TABLE IF NOT
     EXISTS of a table that exists, GRANT, … change nothing)."""
-    translator = load_translators()[0].DdlTranslator()
+    translator = load_ddl().DdlTranslator()
     before = catalog.to_json()
     current = catalog
     for logged in source.statements_between(position, held_at):
@@ -218,7 +218,7 @@ def _copy(
     on_table: TableCallback | None,
     before_commit: Callable[[Catalog], None],
 ) -> None:
-    translator = load_translators()[0].DdlTranslator(duckdb_catalog=slave.duckdb_catalog)
+    translator = load_ddl().DdlTranslator(duckdb_catalog=slave.duckdb_catalog)
     original = slave.catalog.copy()
     catalog = original
     slave.begin(changes_definitions=True)

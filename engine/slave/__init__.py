@@ -37,8 +37,7 @@ def __getattr__(name: str) -> Any:
     # ddl loads sqlglot (a tenth of a replay's start-up): only when its names are asked for, so an
     # applier that meets no DDL never loads it
     if name in _FROM_DDL:
-        from .translators import load_translators
+        from .translators import load_ddl
 
-        ddl, _ = load_translators()
-        return getattr(ddl, name)
+        return getattr(load_ddl(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
