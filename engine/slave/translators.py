@@ -16,37 +16,33 @@ under way and hands it the whole module."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from types import ModuleType
 
 _first_import = threading.Lock()
-_ddl: ModuleType | None = None
-_statements: ModuleType | None = None
+_loaded: dict[str, ModuleType] = {}  # "ddl", "statements" -> the module
+
+
+def _load(name: str) -> ModuleType:
+    module = _loaded.get(name)
+    if module is None:
+        with _first_import:
+            module = _loaded.get(name)
+            if module is None:
+                module = _loaded[name] = importlib.import_module(f"{__package__}.{name}")
+    return module
 
 
 def load_ddl() -> ModuleType:
     """The module `engine.slave.ddl`, imported if not yet."""
-    global _ddl
-    if _ddl is None:
-        with _first_import:
-            if _ddl is None:
-                from . import ddl
-
-                _ddl = ddl
-    return _ddl
+    return _load("ddl")
 
 
 def load_statements() -> ModuleType:
     """The module `engine.slave.statements` (and sqlglot's DuckDB dialect), imported if not yet."""
-    global _statements
-    if _statements is None:
-        with _first_import:
-            if _statements is None:
-                from . import statements
-
-                _statements = statements
-    return _statements
+    return _load("statements")
 
 
 def _unlock_in_child() -> None:
