@@ -101,6 +101,8 @@ def _compare_with_the_coordinator(index: Path, catalog, per_segment: int) -> int
                 assert txn.databases == read.databases
                 hashes, _ = transaction_writeset(read, catalog)
                 assert (set(writeset) if writeset else None) == (set(hashes) if hashes else None)
+                # without repeats: the coordinator takes them as they are (dependency(distinct=True))
+                assert writeset is None or len(set(writeset)) == len(writeset)
                 compared += 1
     return compared
 

@@ -20,7 +20,7 @@ from ..scheduling.rowkeys import Decoded, WritesetKeys, transaction_writeset, wr
 from ..transactions import Transaction, TransactionRecord
 from .executor import is_structural
 from .parallel_jobs import ChannelAborted, ChannelWork, Job
-from .prepared import PreparedRun
+from .prepared import PreparedRun, RunWritesets
 from .reading import read_chunks
 
 # Transactions queued per worker (MySQL's mts_slave_worker_queue_len_max is 16384). Shorter here
@@ -89,7 +89,7 @@ class Scheduling(ChannelWork):
         start: int,
         end: int,
         applied_before: bool,
-        writesets: list[tuple[int, ...] | None] | None,
+        writesets: RunWritesets | None,
         stale: Collection[int],
     ) -> None:
         """The run's transactions start..end one by one through _schedule (those applied before
@@ -119,7 +119,7 @@ class Scheduling(ChannelWork):
     def _schedule_in_pieces(
         self,
         run: PreparedRun,
-        writesets: list[tuple[int, ...] | None] | None,
+        writesets: RunWritesets | None,
         stale: Collection[int],
         start: int = 0,
     ) -> int:
@@ -133,6 +133,10 @@ class Scheduling(ChannelWork):
         transactions = run.transactions
         limit = self.options.pending_jobs_size_max
         logical_clock = self.options.parallel_type == "logical_clock"
+        if writesets is not None:
+            flat, ends, usable = writesets.as_lists()
+        else:
+            flat, ends, usable = [], [], [False] * len(transactions)
         index = start
         while index < len(transactions):
             if self.stop.is_set() or self.kill.is_set() or self._failure is not None:
@@ -164,8 +168,12 @@ class Scheduling(ChannelWork):
                 if logical_clock:
                     after = self._clock.dependency(txn, ordinal)  # type: ignore[arg-type]
                 else:
-                    hashes = writesets[position] if writesets is not None and position not in stale else None
-                    after = self._history.dependency(ordinal, hashes, commit_parent=ordinal - 1)
+                    hashes = None
+                    if usable[position] and position not in stale:
+                        hashes = flat[ends[position - 1] if position else 0 : ends[position]]
+                    after = self._history.dependency(
+                        ordinal, hashes, commit_parent=ordinal - 1, distinct=True
+                    )
                 job = Job(ordinal, txn, after, False, None, None, worker_index, False, run, position)
                 jobs.append(job)
                 ordinal += 1

@@ -41,7 +41,7 @@ from ..transactions import (
     TransactionRecord,
     record_from_fields,
 )
-from .prepared import PreparedRun, PreparedSegment, TableOps
+from .prepared import PreparedRun, PreparedSegment, RunWritesets, TableOps
 from .prepared_arrow import decode_segment, encode_segment
 
 _PLAIN = frozenset({Gtid, MariaGtidEvent, Xid})
@@ -456,18 +456,18 @@ class _RunBuilder:
             self.keys.version if self.keys is not None else None,
         )
 
-    def _writesets(self, seqs: list[np.ndarray]) -> list[tuple[int, ...] | None]:
-        """Each transaction's writeset: the hashes of every key of its row images, None when it
-        changed a table without a key (or nothing). Hashed a table's key at a time over the whole
-        run, not a rows event at a time: a key of integers is then one numpy pass (an OLTP
-        transaction's rows event holds a row or two, too few to hash other than one by one)."""
+    def _writesets(self, seqs: list[np.ndarray]) -> RunWritesets:
+        """Each transaction's writeset: the distinct hashes of every key of its row images, none
+        when it changed a table without a key (or nothing). Hashed a table's key at a time over
+        the whole run, not a rows event at a time: a key of integers is then one numpy pass (an
+        OLTP transaction's rows event holds a row or two, too few to hash other than one by one)."""
         keys = self.keys
         assert keys is not None
         count = len(self.transactions)
         starts = np.asarray(self.op_starts, dtype=np.int64)
         unusable = np.zeros(count, dtype=bool)
-        owners_of_hashes = []
-        hashes = []
+        owners_of_hashes = [np.zeros(0, dtype=np.int64)]
+        hashes = [np.zeros(0, dtype=np.uint64)]
         for table, seq in zip(self.tables.values(), seqs, strict=True):  # seq of each operation
             if not table.operations:
                 continue
@@ -481,16 +481,15 @@ class _RunBuilder:
                 rows, key_hashes = key_row_hashes(key, table.values, table.operations)
                 owners_of_hashes.append(owners if rows is None else owners[rows])
                 hashes.append(key_hashes)
-        if not hashes:
-            return [None] * count
         owners = np.concatenate(owners_of_hashes)
-        flat = np.concatenate(hashes)[np.argsort(owners, kind="stable")].tolist()
-        writesets: list[tuple[int, ...] | None] = []
-        at = 0
-        for index, size in enumerate(np.bincount(owners, minlength=count).tolist()):
-            writesets.append(None if size == 0 or unusable[index] else tuple(flat[at : at + size]))
-            at += size
-        return writesets
+        flat = np.concatenate(hashes)
+        order = np.lexsort((flat, owners))  # by transaction, then hash: repeats side by side
+        owners, flat = owners[order], flat[order]
+        distinct = np.ones(len(flat), dtype=bool)
+        distinct[1:] = (owners[1:] != owners[:-1]) | (flat[1:] != flat[:-1])
+        owners, flat = owners[distinct], flat[distinct]
+        sizes = np.bincount(owners, minlength=count)
+        return RunWritesets(flat, np.cumsum(sizes), (sizes > 0) & ~unusable)
 
 
 @dataclass(frozen=True, slots=True)

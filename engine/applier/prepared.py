@@ -9,7 +9,7 @@ apply any transactions of a run they were given (sliced_tables, for_slave).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,39 @@ class TableOps:
         return self._seq
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class RunWritesets:
+    """Each transaction's writeset in a prepared run: the distinct hashes of its rows' keys.
+
+    Held flat, not as a tuple per transaction: a run of 8,192 transactions crosses from a
+    preparing process to the applier as three arrays (out of band, through /dev/shm) instead of
+    thousands of tuples pickled and unpickled one by one, and the coordinator turns it into lists
+    once per run."""
+
+    hashes: np.ndarray  # uint64: transaction 0's, then transaction 1's, …
+    ends: np.ndarray  # int64: transaction i's are hashes[ends[i - 1]:ends[i]] (from 0 for i = 0)
+    usable: np.ndarray  # bool: False where it has no writeset (a table without a key, no rows)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, index: int) -> tuple[int, ...] | None:
+        if not self.usable[index]:
+            return None
+        start = int(self.ends[index - 1]) if index else 0
+        return tuple(self.hashes[start : int(self.ends[index])].tolist())
+
+    def __iter__(self) -> Iterator[tuple[int, ...] | None]:
+        return (self[index] for index in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunWritesets) and list(self) == list(other)
+
+    def as_lists(self) -> tuple[list[int], list[int], list[bool]]:
+        """(hashes, ends, usable) as Python lists: what the coordinator reads a run's writesets from."""
+        return self.hashes.tolist(), self.ends.tolist(), self.usable.tolist()
+
+
 @dataclass(slots=True)
 class PreparedRun:
     """Consecutive row-only transactions of a segment, their row changes collected per table."""
@@ -56,8 +89,8 @@ class PreparedRun:
     # seq of each transaction's first operation: transaction i holds op_starts[i] … op_starts[i+1] - 1
     op_starts: list[int]
     # each transaction's writeset (the hashes of its rows' keys), when the task was given the keys;
-    # None for a transaction on a table with no key or one the keys did not know
-    writesets: list[tuple[int, ...] | None] | None = None
+    # none for a transaction on a table with no key or one the keys did not know
+    writesets: RunWritesets | None = None
     writeset_version: int | None = None  # the version of the keys they were hashed with
 
     def __getstate__(self) -> tuple[Any, ...]:

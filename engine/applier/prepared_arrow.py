@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..binlog.columns import ColumnInfo
@@ -31,7 +32,7 @@ from ..binlog.reader import BinlogFile, LoggedEvent, ReaderState
 from ..gtids import GtidBatch
 from ..relaylog.segments import Segment
 from ..transactions import Incomplete, Position, Transaction, TransactionAssembler, TransactionRecord
-from .prepared import PreparedRun, PreparedSegment, TableOps
+from .prepared import PreparedRun, PreparedSegment, RunWritesets, TableOps
 
 _METADATA_KEY = b"relaydeck.prepared_segment"
 # LZ4-compressed buffers: the stream crosses Spark's JVM and sockets, where its bytes cost more
@@ -121,8 +122,10 @@ def _encode_run(run: PreparedRun, prefix: str, columns: dict[str, pa.Array]) -> 
     columns[prefix + "transactions"] = _one_row(pa.StructArray.from_arrays(arrays, names=list(names)))
     columns[prefix + "op_starts"] = _one_row(pa.array(run.op_starts, pa.int64()))
     if run.writesets is not None:
-        writesets = pa.array(
-            [list(w) if w is not None else None for w in run.writesets], pa.list_(pa.uint64())
+        held = run.writesets
+        offsets = pa.array(np.concatenate([[0], held.ends]), pa.int32())
+        writesets = pa.ListArray.from_arrays(
+            offsets, pa.array(held.hashes, pa.uint64()), mask=pa.array(~held.usable)
         )
         columns[prefix + "writesets"] = _one_row(writesets)
     tables = []
@@ -158,9 +161,13 @@ def _decode_run(spec: dict[str, Any], prefix: str, columns: dict[str, pa.Array])
             gtids.add(transaction.gtid)
     writesets = None
     if prefix + "writesets" in columns:
-        writesets = [
-            tuple(w) if w is not None else None for w in columns[prefix + "writesets"].values.to_pylist()
-        ]
+        held = columns[prefix + "writesets"].values
+        offsets = held.offsets.to_numpy().astype(np.int64)
+        writesets = RunWritesets(
+            held.values.to_numpy()[offsets[0] : offsets[-1]],
+            offsets[1:] - offsets[0],
+            held.is_valid().to_numpy(zero_copy_only=False),
+        )
     tables = []
     for number, table in enumerate(spec["tables"]):
         operations = columns[f"{prefix}t{number}"].values

@@ -46,16 +46,23 @@ class WritesetHistory:
         sequence_number: int,
         writeset: Iterable[int] | None,
         commit_parent: int | None = None,
+        distinct: bool = False,
     ) -> int:
         """Return last_committed for the transaction and record its hashes.
 
         commit_parent is what commit-order tracking alone would give (sequence_number - 1 for a
         source that commits one transaction at a time); WRITESET never reports more than that.
+        distinct: the writeset is a list without repeats (the preparing stage's), taken as it is.
         """
         if commit_parent is None:
             commit_parent = sequence_number - 1
         self._last_sequence_number = sequence_number
-        hashes = list(dict.fromkeys(writeset)) if writeset is not None else []
+        if writeset is None:
+            hashes: list[int] = []
+        elif distinct:
+            hashes = writeset  # type: ignore[assignment]
+        else:
+            hashes = list(dict.fromkeys(writeset))
         if not hashes:
             # Nothing to compare against: depend on the predecessor and start a new window.
             self._open_window(sequence_number)
