@@ -210,16 +210,14 @@ class _Walk:
         return True
 
 
-def _walk(path: Path, state: ReaderState) -> bool:
-    """Read a file's headers for the format and source file name it leaves behind; False when it
-    cannot be read (its segment's reader reports why)."""
+def _walk(path: Path, state: ReaderState) -> None:
+    """Read the headers of a file before the stream's start for the format and source file name
+    it leaves behind (one that cannot be read leaves what it could)."""
     try:
         with BinlogFile(path) as binlog:
-            for _ in binlog.events(state, start=binlog.size):
-                pass
+            _Walk(binlog, state).to_end()
     except BinlogError:
-        return False
-    return True
+        pass
 
 
 def segment_events(segment: Segment) -> Iterator[LoggedEvent]:
