@@ -61,6 +61,19 @@ def replay(slave: Path, index: Path, *options: str) -> subprocess.CompletedProce
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+def rerun_exactly(
+    slave: Path, index: Path, *options: str, restored: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The channel replayed again, after the relay file `restored` is copied back as captured: it
+    ends without error and the slave's tables are the source's."""
+    if restored is not None:
+        shutil.copyfile(RELAY / restored, index.parent / restored)
+    rerun = replay(slave, index, *options)
+    assert rerun.returncode == 0, rerun.stderr
+    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
+    return rerun
+
+
 def channel_status(slave: Path) -> dict[str, object]:
     """SHOW REPLICA STATUS of channel m1, from the slave's repository (`relaydeck status --json`)."""
     return status_of(slave.with_suffix(".sqlite"), "m1")
@@ -119,11 +132,8 @@ def test_a_truncated_middle_file_stops_at_the_last_whole_transaction_and_a_repai
     assert_stopped_with_1594(
         run, slave, cut - 1, "relay-bin-m1.000011:256", "expected master-bin.000005:", "1-1-1325"
     )
-    shutil.copyfile(RELAY / TRUNCATED_FILE, damaged)
-    rerun = replay(slave, index, *APPLIERS[applier])
-    assert rerun.returncode == 0, rerun.stderr
+    rerun_exactly(slave, index, *APPLIERS[applier], restored=TRUNCATED_FILE)
     assert channel_status(slave)["executed_gtid_set"] == "1-1-2145"
-    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 @pytest.mark.parametrize("applier", list(APPLIERS))
@@ -157,10 +167,7 @@ def test_a_corrupt_format_description_inside_a_file_stops_every_applier_before_i
     status = channel_status(slave)
     assert status["last_error_number"] == 1594
     assert status["executed_gtid_set"] == f"1-1-{before}"
-    shutil.copyfile(RELAY / damaged.name, damaged)
-    rerun = replay(slave, index, *APPLIERS[applier])
-    assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
+    rerun_exactly(slave, index, *APPLIERS[applier], restored=damaged.name)
 
 
 def test_events_reports_the_same_gap(tmp_path: Path) -> None:
@@ -238,10 +245,7 @@ def test_a_file_missing_from_the_index_is_an_error_and_the_repaired_index_replay
     with pytest.raises(RelayIndexError):
         read_index(index)
     index.write_text(original)
-    shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
-    rerun = replay(slave, index)
-    assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
+    rerun_exactly(slave, index, restored="relay-bin-m1.000012")
 
 
 def test_an_index_naming_files_out_of_order_is_an_error(tmp_path: Path) -> None:
@@ -277,11 +281,7 @@ def test_a_damaged_index_stops_the_channel_where_it_stood_and_the_repaired_index
     assert expected_error in run.stderr, run.stderr
     assert channel_status(slave)["executed_gtid_set"] == "1-1-500"  # nothing applied past where it stood
     index.write_text(original)
-    if damage == "missing_file":
-        shutil.copyfile(RELAY / "relay-bin-m1.000012", index.parent / "relay-bin-m1.000012")
-    rerun = replay(slave, index)
-    assert rerun.returncode == 0, rerun.stderr
-    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
+    rerun_exactly(slave, index, restored="relay-bin-m1.000012" if damage == "missing_file" else None)
 
 
 def test_a_relay_file_other_than_the_one_its_predecessor_rotates_to_is_a_gap() -> None:
@@ -321,11 +321,8 @@ def test_a_gtid_with_a_damaged_sequence_number_is_a_gap_not_later_transactions_a
     slave = tmp_path / "slave.duckdb"
     run = replay(slave, index, *APPLIERS[applier])
     assert_stopped_with_1594(run, slave, seq - 1, f"relay-bin-m1.000006:{pos}", f"1-1-{seq + 1181}", f"{seq}")
-    shutil.copyfile(RELAY / "relay-bin-m1.000006", damaged)
-    rerun = replay(slave, index, *APPLIERS[applier])
-    assert rerun.returncode == 0, rerun.stderr
+    rerun = rerun_exactly(slave, index, *APPLIERS[applier], restored="relay-bin-m1.000006")
     assert "(0 already applied)" in rerun.stdout
-    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
 
 
 @pytest.mark.parametrize("applier", ["single", "threads"])
@@ -349,9 +346,7 @@ def test_a_transaction_whose_xid_is_missing_is_not_dropped_silently(tmp_path: Pa
     run = replay(slave, index, *APPLIERS[applier])
     line = assert_stopped_with_1594(run, slave, seq - 1, f"relay-bin-m1.000008:{next_gtid}", f"1-1-{seq}")
     assert "no COMMIT or XID" in line
-    shutil.copyfile(RELAY / "relay-bin-m1.000008", damaged)
-    assert replay(slave, index, *APPLIERS[applier]).returncode == 0
-    assert_tables_equal(slave, expected_tables(schemas=M1_SCHEMAS), M1_SCHEMAS)
+    rerun_exactly(slave, index, *APPLIERS[applier], restored="relay-bin-m1.000008")
 
 
 # ---------------------------------------------------------------------------
