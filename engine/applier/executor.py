@@ -88,7 +88,9 @@ class TransactionExecutor:
         self.slave = slave
         self.flush_bytes = flush_bytes
         self._pending_bytes = 0
-        self.rows = RowApplier(slave.con, strict=strict, catalog=slave.duckdb_catalog)
+        self.rows = RowApplier(
+            slave.con, strict=strict, catalog=slave.duckdb_catalog, inputs=slave.arrow_inputs
+        )
         self._ddl: DdlTranslator | None = None
         self._statements: StatementTranslator | None = None
         self._table_maps: dict[int, TableMap] = {}

@@ -13,9 +13,10 @@ small commit costs is DuckDB's fixed price per statement, not its rows. Measured
 serve`'s receiver at 1,000 one-row transactions/s (benchmarks/receiver_lag.py; 13 transactions a
 commit, the machine loaded by other work): BEGIN 0.3 ms; the rows 5.9 ms (per table touched: the
 Arrow operations registered, DELETE … RETURNING, INSERT … SELECT, unregistered; 2.5 ms of it on
-an idle core); the position and the commit records 3.2 ms; COMMIT 2.0 ms (the WAL written and
-fdatasync'd): 12 ms a commit. benchmarks/live_throughput.py's OLTP transactions touch five tables
-a commit with rows scattered through them: 8.4 ms a table, 62 ms a commit, which is its lag.
+an idle core; the registering is since done once per connection, slave/arrow_inputs.py); the
+position and the commit records 3.2 ms; COMMIT 2.0 ms (the WAL written and fdatasync'd): 12 ms
+a commit. benchmarks/live_throughput.py's OLTP transactions touch five tables a commit with rows
+scattered through them: 8.4 ms a table, 62 ms a commit, which is its lag.
 Not in the commit: the repository (SQLite) is written by the status publisher and the receiver
 in their own threads (every 0.25 and 0.2 s); DuckDB checkpoints only when its WAL passes 64 MB.
 So the applier commits back to back (70 commits a second at 1,000 trx/s, 0.55-0.8 ms of CPU per

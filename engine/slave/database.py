@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..errors import ER_CANT_LOCK, ER_CANT_OPEN_FILE, SlaveFileError
 from ..private_files import restrict_new_files
+from .arrow_inputs import ArrowInputs
 from .names import INTERNAL_SCHEMA, TEMPORARY_SCHEMA, mysql_database
 from .schema import WHOLE_CATALOG_FORMAT, Catalog
 
@@ -195,6 +196,7 @@ class Slave:
         self.path = str(path)
         self._db = _shared or _SharedDatabase(self.path, read_only)
         self.con = self._db.con if _shared is None else self._db.con.cursor()
+        self.arrow_inputs = ArrowInputs(self.con)  # what this cursor's statements read by name
         self._owns = _shared is None
         self._catalog_changed = False
         # The catalog the open transaction's DDL left, written to the file at its commit (save_catalog)
@@ -252,6 +254,7 @@ class Slave:
             self.con.execute("ROLLBACK")
         except duckdb.TransactionException:
             pass  # no transaction open (the error came from BEGIN itself)
+        self.arrow_inputs.rolled_back()
         if self._catalog_changed:
             self._db.catalog = self._load_catalog()
             self._catalog_changed = False
@@ -391,11 +394,11 @@ class Slave:
                 "committed_at": pa.repeat(pa.scalar(now, pa.timestamp("us")), len(gtid)),
             }
         )
-        self.con.register("__relaydeck_commits", table)
+        source = self.arrow_inputs.put(table)
         try:
-            self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.commits SELECT * FROM __relaydeck_commits")
+            self.con.execute(f"INSERT INTO {INTERNAL_SCHEMA}.commits SELECT * FROM {source}")
         finally:
-            unregister(self.con, "__relaydeck_commits")
+            self.arrow_inputs.release(source)
 
     def commits_after(self, channel: str, seqno: int) -> list[CommitRecord]:
         """The channel's commit records after ordinal `seqno` (after the LWM: the committed side of

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from ..binlog.columns import ColumnInfo, InvalidTemporal, RowImages
 from ..binlog.constants import ColumnType, RowsKind
 from ..errors import RelaydeckError
-from .database import unregister
+from .arrow_inputs import ArrowInputs
 from .identifiers import quote_ident
 from .names import duckdb_schema
 from .schema import MysqlColumn, MysqlTable
@@ -380,7 +380,6 @@ class Statements:
     last: kept (the row must be there and stays: updated in place), removed (must be there and
     goes: deleted) and new (must not be there: inserted where the batch leaves it present)."""
 
-    NAME = "__relaydeck_reduced"
     KEPT = "o.must = 1 AND o.op = 1"
     REMOVED = "o.must = 1 AND o.op = 0"
     NEW = "o.must IS DISTINCT FROM 1"  # 0, or null: the key an update moved the row to
@@ -388,20 +387,20 @@ class Statements:
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        inputs: ArrowInputs,
         table: MysqlTable,
         catalog: str | None,
         key_positions: tuple[int, ...],
         reduced: pa.Table,
     ) -> None:
-        self.con = con
+        self.inputs = inputs
         self.table = table
         self.key_positions = key_positions
         self.target = slave_table_ref(table, catalog)
         key_names = [quote_ident(table.columns[i].name) for i in key_positions]
         self.key_list = ", ".join(f"t.{k}" for k in key_names)
         self.join = " AND ".join(f"t.{k} = o.c{i}" for k, i in zip(key_names, key_positions, strict=True))
-        con.register(self.NAME, reduced)
+        self.source = inputs.put(reduced)
 
     def update(self) -> str:
         """Every kept key set to its last values: the statement's count is the rows it found."""
@@ -410,17 +409,19 @@ class Statements:
             for i, column in enumerate(self.table.columns)
             if i not in self.key_positions
         )
-        return f"UPDATE {self.target} AS t SET {sets} FROM {self.NAME} AS o WHERE {self.join} AND {self.KEPT}"
+        return (
+            f"UPDATE {self.target} AS t SET {sets} FROM {self.source} AS o WHERE {self.join} AND {self.KEPT}"
+        )
 
     def delete(self, kind: str) -> str:
-        return f"DELETE FROM {self.target} AS t USING {self.NAME} AS o WHERE {self.join} AND {kind}"
+        return f"DELETE FROM {self.target} AS t USING {self.source} AS o WHERE {self.join} AND {kind}"
 
     def found(self, kind: str) -> str:
         """The keys of a kind the slave's table holds now."""
-        return f"SELECT {self.key_list} FROM {self.target} AS t JOIN {self.NAME} AS o ON {self.join} WHERE {kind}"
+        return f"SELECT {self.key_list} FROM {self.target} AS t JOIN {self.source} AS o ON {self.join} WHERE {kind}"
 
     def count_found(self, kind: str) -> str:
-        return f"SELECT count(*) FROM {self.target} AS t JOIN {self.NAME} AS o ON {self.join} WHERE {kind}"
+        return f"SELECT count(*) FROM {self.target} AS t JOIN {self.source} AS o ON {self.join} WHERE {kind}"
 
     def insert(self, kind: str) -> str:
         columns = ", ".join(quote_ident(c.name) for c in self.table.columns)
@@ -428,20 +429,27 @@ class Statements:
         # In the order the keys first came, not sorted by key: the slave's tables keep no index a
         # sorted insert would help, and sorting a large batch cost 4-6% of the MariaDB capture's
         # replay under LOGICAL_CLOCK, where one worker applies the chain.
-        return f"INSERT INTO {self.target} ({columns}) SELECT {values} FROM {self.NAME} AS o WHERE o.op = 1 AND {kind}"
+        return f"INSERT INTO {self.target} ({columns}) SELECT {values} FROM {self.source} AS o WHERE o.op = 1 AND {kind}"
 
     def close(self) -> None:
-        unregister(self.con, self.NAME)
+        self.inputs.release(self.source)
 
 
 class RowApplier:
     """Collects row changes of a batch per table and applies their net effect set-based."""
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, strict: bool = True, catalog: str | None = None
+        self,
+        con: duckdb.DuckDBPyConnection,
+        strict: bool = True,
+        catalog: str | None = None,
+        inputs: ArrowInputs | None = None,
     ) -> None:
-        """catalog: the DuckDB catalog the tables are named in (Slave.duckdb_catalog)."""
+        """catalog: the DuckDB catalog the tables are named in (Slave.duckdb_catalog); inputs: the
+        connection's (Slave.arrow_inputs, which learns of its rollbacks), or the applier's own, for a
+        caller that rolls back only by dropping the applier with the transaction."""
         self.con = con
+        self.inputs = inputs if inputs is not None else ArrowInputs(con)
         self.strict = strict
         self.catalog = catalog
         self._pending: dict[tuple[str, str], _TablePending] = {}
@@ -532,7 +540,7 @@ class RowApplier:
         missing."""
         keys = [f"c{i}" for i in key_positions]
         reduced = reduce_by_key(ops, keys)
-        statements = Statements(self.con, table, self.catalog, key_positions, reduced)
+        statements = Statements(self.inputs, table, self.catalog, key_positions, reduced)
         try:
             with row_event_errors(table):
                 if not self.strict:
