@@ -44,7 +44,7 @@ from ..errors import RelaydeckError
 from ..receiver.connection import SourceAccount
 from ..relaylog.index import read_index, validate_channel_name
 from ..repository import Repository
-from ..slave.database import ChannelProgress, Slave, unregister
+from ..slave.database import ChannelProgress, Slave
 from ..slave.identifiers import quote_ident
 from ..slave.rowapply import ApplyError, slave_table_ref
 from ..slave.schema import Catalog, MysqlTable
@@ -63,7 +63,6 @@ from .values import column_converter, select_expression
 CHUNK_ROWS = 20_000  # rows per Arrow batch: one DuckDB INSERT each
 ER_TABLE_EXISTS = 1050
 ER_UNKNOWN_ERROR = 1105
-_INSERTED = "__relaydeck_clone"
 
 
 class CloneRefused(RelaydeckError):
@@ -288,7 +287,7 @@ def _copy_rows(
     target = slave_table_ref(model, slave.duckdb_catalog)
     insert = (
         f"INSERT INTO {target} ({', '.join(quote_ident(c.name) for c in model.columns)}) "
-        f"SELECT {', '.join(names)} FROM {_INSERTED}"
+        f"SELECT {', '.join(names)} FROM "
     )
 
     def batches() -> Iterator[pa.Table]:
@@ -302,11 +301,11 @@ def _copy_rows(
     copied = 0
     try:
         for batch in _one_ahead(batches()):
-            slave.con.register(_INSERTED, batch)
+            inserted = slave.arrow_inputs.put(batch)
             try:
-                slave.con.execute(insert)
+                slave.con.execute(insert + inserted)
             finally:
-                unregister(slave.con, _INSERTED)
+                slave.arrow_inputs.release(inserted)
             copied += batch.num_rows
             # committed chunk by chunk: DuckDB holds an open transaction's rows in memory
             slave.commit()

@@ -120,15 +120,6 @@ class CommitRecord:
     worker: int = 0
 
 
-def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """Drop a registered Arrow table; after a failed statement DuckDB refuses even that until the
-    rollback, and the error that matters is the one already being raised."""
-    try:
-        con.unregister(name)
-    except duckdb.Error:
-        pass
-
-
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
