@@ -46,16 +46,17 @@ class ArrowInputs:
         self._con = con
         # names unique to this object, so two of them on one connection never share a view
         self._prefix = f"__relaydeck_input_{next(_instances)}"
-        self._holders: dict[pa.Schema, tuple[str, _Holder]] = {}
+        self._names: dict[pa.Schema, str] = {}  # a shape's view
+        self._holders: dict[str, _Holder] = {}  # a view's holder
         self._registered: set[str] = set()
 
     def put(self, table: pa.Table) -> str:
         """The name a statement reads `table` by, until the next put of a table of its shape."""
-        entry = self._holders.get(table.schema)
-        if entry is None:
-            entry = (f"{self._prefix}_{len(self._holders)}", _Holder(table))
-            self._holders[table.schema] = entry
-        name, holder = entry
+        name = self._names.get(table.schema)
+        if name is None:
+            name = self._names[table.schema] = f"{self._prefix}_{len(self._names)}"
+            self._holders[name] = _Holder(table)
+        holder = self._holders[name]
         holder.table = table
         if name not in self._registered:
             self._con.register(name, holder)
@@ -64,10 +65,8 @@ class ArrowInputs:
 
     def release(self, name: str) -> None:
         """Let go of the table under `name` (its memory), keeping the view for the next of its shape."""
-        for held, holder in self._holders.values():
-            if held == name:
-                holder.table = holder.table.schema.empty_table()
-                return
+        holder = self._holders[name]
+        holder.table = holder.table.schema.empty_table()
 
     def rolled_back(self) -> None:
         """The connection's transaction was rolled back: the views it registered are gone."""
