@@ -293,12 +293,20 @@ def test_the_compiled_form_reads_the_common_types_itself() -> None:
     )
     event = RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 4, (True,) * 4, None, b"")
     ops = [columns._compiled_op(columns._CodeGen(), c) for c in columns.table_columns(table_map)]
-    assert [op for op, _, _ in ops[:3]] == [
+    assert [op for op, _, _ in ops] == [
         _rowimage.OPCODES["i32"],
         _rowimage.OPCODES["string"],
         _rowimage.OPCODES["datetime2"],
+        _rowimage.OPCODES["decimal"],
     ]
-    assert ops[3][0] == _rowimage.OPCODES["python"]
+    # a DECIMAL wider than 128 bits, and TIME2, are read by Python
+    wide = TableMap(
+        HEADER, 1, 0, "db", "t", (ColumnType.NEWDECIMAL, ColumnType.TIME2), (39 << 8 | 2, 0), (True,) * 2
+    )
+    assert [columns._compiled_op(columns._CodeGen(), c)[0] for c in columns.table_columns(wide)] == [
+        _rowimage.OPCODES["python"],
+        _rowimage.OPCODES["python"],
+    ]
     row = b"\x00" + (7).to_bytes(4, "little", signed=True) + b"\x02hi" + bytes.fromhex("99b2c8a000")
     row += bytes.fromhex("800000000c")  # DECIMAL(10,2) 0.12
     images = RowDecoder(table_map, event, compiled=True).decode(
@@ -504,3 +512,68 @@ def test_a_sequence_cut_short_at_the_end_of_a_value_is_not_completed_by_what_fol
     assert buffers[0].as_objects
     assert buffers[0][:] == [cut.decode("utf-8", "surrogateescape")]
     assert buffers[1][:] == [-16512]  # 0xbf80 as a signed SMALLINT
+
+
+def _decimal_column_event(
+    precision: int, scale: int, images: list[bytes | None]
+) -> tuple[TableMap, RowsEvent]:
+    table_map = TableMap(
+        HEADER, 1, 0, "db", "t", (ColumnType.NEWDECIMAL,), (precision << 8 | scale,), (True,)
+    )
+    rows = b"".join(b"\x01" if image is None else b"\x00" + image for image in images)
+    return table_map, RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 1, (True,), None, rows)
+
+
+@st.composite
+def decimal_column(draw: st.DrawFn) -> tuple[int, int, list[Decimal | None]]:
+    precision = draw(st.integers(1, 38))
+    scale = draw(st.integers(0, min(precision, 30)))
+    limit = 10**precision - 1
+    unscaled = st.one_of(st.integers(-limit, limit), st.sampled_from([0, 1, -1, limit, -limit]))
+    values = draw(st.lists(st.none() | unscaled.map(lambda n: Decimal(f"{n}e-{scale}")), max_size=8))
+    return precision, scale, values
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=300, deadline=None)
+@given(decimal_column())
+def test_decimals_of_up_to_38_digits_go_into_arrows_decimal128_layout(
+    column: tuple[int, int, list[Decimal | None]],
+) -> None:
+    import pyarrow as pa
+
+    from engine.binlog.column_types import decimal_to_bin
+
+    precision, scale, values = column
+    images = [None if v is None else decimal_to_bin(v, precision, scale) for v in values]
+    table_map, event = _decimal_column_event(precision, scale, images)
+    expected = RowDecoder(table_map, event, compiled=False).decode(event, table_map).after[0]  # type: ignore[index]
+    compiled = RowDecoder(table_map, event, compiled=True)
+    assert typed(compiled.decode(event, table_map).after[0]) == typed(expected)  # type: ignore[index]
+    (buffer,) = compiled.column_buffers()  # type: ignore[misc]
+    compiled.decode_into(event, table_map, [buffer])
+    assert not buffer.as_objects
+    assert typed(buffer[:]) == typed(expected)
+    arrow_type = pa.decimal128(precision, scale)
+    assert buffer.to_arrow(arrow_type).equals(pa.array(expected, type=arrow_type))
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+def test_a_negative_zero_or_an_overfull_decimal_group_is_read_as_python_reads_it() -> None:
+    from engine.binlog.column_types import decimal_to_bin
+
+    # DECIMAL(12,2): 10 integral digits (one byte of 1 digit, then 4 bytes of 9), 2 after the point
+    negative_zero = bytes(b ^ 0xFF for b in decimal_to_bin(Decimal(0), 12, 2))
+    overfull = bytearray(decimal_to_bin(Decimal("5.25"), 12, 2))
+    overfull[1:5] = (1_999_999_999).to_bytes(4, "big")  # a 4-byte group holds at most 999,999,999
+    table_map, event = _decimal_column_event(
+        12, 2, [decimal_to_bin(Decimal("-7.50"), 12, 2), negative_zero, bytes(overfull)]
+    )
+    expected = RowDecoder(table_map, event, compiled=False).decode(event, table_map).after[0]  # type: ignore[index]
+    assert typed(expected[:2]) == typed([Decimal("-7.50"), Decimal("-0.00")])
+    compiled = RowDecoder(table_map, event, compiled=True)
+    assert typed(compiled.decode(event, table_map).after[0]) == typed(expected)  # type: ignore[index]
+    (buffer,) = compiled.column_buffers()  # type: ignore[misc]
+    compiled.decode_into(event, table_map, [buffer])
+    assert buffer.as_objects  # the sign of a zero has no place in Arrow's layout
+    assert typed(buffer[:]) == typed(expected)

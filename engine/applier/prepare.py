@@ -441,7 +441,7 @@ class _RunBuilder:
                 convert, arrow_type = value_converter(info)
                 if type(values) is list:
                     columns.append(pa.array(convert(values) if convert else values, type=arrow_type))
-                else:  # a ColumnBuffer (_rowimage.pyx): integers and strings, which need no conversion
+                else:  # a ColumnBuffer (_rowimage.pyx): integers, DECIMALs and strings, which need no conversion
                     columns.append(values.to_arrow(arrow_type))
             ops = operations_table(seq, op, must, columns)
             tables.append(TableOps(table.schema, table.name, table.columns, ops, table.rows))

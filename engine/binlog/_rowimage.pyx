@@ -3,13 +3,13 @@
 
 A RowProgram is built once per (table map, event kind, present-column bitmaps) from one opcode
 per present column. The common column types (integers, FLOAT/DOUBLE, YEAR, DATE, DATETIME2,
-TIMESTAMP2, strings and blobs) are read here; every other type, and every value these fast paths
+TIMESTAMP2, DECIMAL up to 38 digits, strings and blobs) are read here; every other type, and every value these fast paths
 do not cover exactly (zero dates, out-of-range fractions), is handed to the Python reader of that
 column, so both decoders give the same values. tests/test_rowimage_compiled.py checks that they do.
 
-Where the caller hands a ColumnBuffer instead of a list (the preparing stage, for integer and
-UTF-8 or binary string columns), the values go straight into Arrow's layout: no Python object per
-value, and no conversion of a list afterwards.
+Where the caller hands a ColumnBuffer instead of a list (the preparing stage, for integer,
+DECIMAL and UTF-8 or binary string columns), the values go straight into Arrow's layout: no Python
+object per value, and no conversion of a list afterwards.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -17,14 +17,22 @@ from cpython.datetime cimport date_new, datetime_new, import_datetime, timedelta
 from cpython.float cimport PyFloat_FromDouble
 from cpython.list cimport PyList_Append
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
-from cpython.unicode cimport PyUnicode_Decode
+from cpython.unicode cimport PyUnicode_Decode, PyUnicode_DecodeASCII
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from engine.binlog._bytes cimport be as _be, le as _le
 
+from decimal import Decimal
+
 import_datetime()
+
+# A DECIMAL of up to 38 digits held as its unscaled integer (Arrow's decimal128 layout: 16 bytes,
+# little-endian two's complement). GCC and Clang have 128-bit integers on every 64-bit target.
+cdef extern from *:
+    ctypedef long long int128_t "__int128"
+    ctypedef unsigned long long uint128_t "unsigned __int128"
 
 # Opcodes; columns.py maps column types onto them (the numbers are shared through OPCODES).
 cdef enum:
@@ -46,13 +54,18 @@ cdef enum:
     OP_DATETIME2 = 15  # arg: fractional-second digits
     OP_TIMESTAMP2 = 16  # arg: fractional-second digits
     OP_STRING = 17  # arg: length-prefix bytes (1..4); refs[i]: codec (bytes) or None for bytes
+    OP_DECIMAL = 18  # arg: precision << 8 | scale (precision 1..38); refs[i]: the Python reader
 
 OPCODES = {
     "python": OP_PYTHON, "i8": OP_I8, "u8": OP_U8, "i16": OP_I16, "u16": OP_U16,
     "i24": OP_I24, "u24": OP_U24, "i32": OP_I32, "u32": OP_U32, "i64": OP_I64, "u64": OP_U64,
     "float": OP_FLOAT, "double": OP_DOUBLE, "year": OP_YEAR, "date": OP_DATE,
     "datetime2": OP_DATETIME2, "timestamp2": OP_TIMESTAMP2, "string": OP_STRING,
+    "decimal": OP_DECIMAL,
 }
+# The widest DECIMAL read here: its unscaled value (below 10**38) fits in 128 bits and in Arrow's
+# decimal128. Wider ones (MySQL allows 65 digits) are read by Python.
+DECIMAL_MAX_PRECISION = 38
 
 cdef int[13] _DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
@@ -70,8 +83,103 @@ cdef enum:
     INTEGERS = 1  # 64-bit integers (every integer column type but BIGINT UNSIGNED, and YEAR)
     TEXT = 2  # UTF-8 strings
     BYTES = 3  # binary strings
+    DECIMALS = 4  # DECIMAL values of up to 38 digits, as 128-bit unscaled integers
 
-BUFFER_KINDS = {"integers": INTEGERS, "text": TEXT, "bytes": BYTES}
+BUFFER_KINDS = {"integers": INTEGERS, "text": TEXT, "bytes": BYTES, "decimals": DECIMALS}
+
+# Bytes of a group of 0..9 decimal digits in MySQL's binary DECIMAL, and 10**n
+cdef int[10] _DIGIT_BYTES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
+cdef uint64_t[20] _POW10 = [
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+    10000000000, 100000000000, 1000000000000, 10000000000000, 100000000000000,
+    1000000000000000, 10000000000000000, 100000000000000000, 1000000000000000000,
+    10000000000000000000,
+]
+
+
+cdef inline int _decimal_size(int precision, int scale) noexcept:
+    cdef int integral = precision - scale
+    return (integral // 9) * 4 + _DIGIT_BYTES[integral % 9] + (scale // 9) * 4 + _DIGIT_BYTES[scale % 9]
+
+
+cdef bint _decimal_read(
+    const unsigned char* p, int precision, int scale, uint128_t* magnitude, bint* negative
+) noexcept:
+    """MySQL's binary DECIMAL(precision <= 38, scale): base-10**9 groups, big-endian, the sign in
+    the top bit and a negative's bytes inverted. Its unscaled magnitude and sign; False where a
+    group holds more digits than it may (only corrupt bytes do), which values.decode_decimal reads
+    its own way: those are left to it, so both forms give the same value."""
+    cdef unsigned char raw[24]
+    cdef int size = _decimal_size(precision, scale)
+    cdef int integral = precision - scale
+    cdef int i, lead = integral % 9, tail = scale % 9, offset = 0, width
+    cdef uint64_t group
+    cdef uint128_t value = 0
+    memcpy(raw, p, size)
+    negative[0] = not (raw[0] & 0x80)
+    raw[0] ^= 0x80
+    if negative[0]:
+        for i in range(size):
+            raw[i] ^= 0xFF
+    width = _DIGIT_BYTES[lead]
+    if width:
+        group = _be(raw, width)
+        if group >= _POW10[lead]:
+            return False
+        value = group
+        offset = width
+    for i in range(integral // 9 + scale // 9):
+        group = _be(raw + offset, 4)
+        if group >= 1000000000:
+            return False
+        value = value * 1000000000 + group
+        offset += 4
+    width = _DIGIT_BYTES[tail]
+    if width:
+        group = _be(raw + offset, width)
+        if group >= _POW10[tail]:
+            return False
+        value = value * _POW10[tail] + group
+    magnitude[0] = value
+    return True
+
+
+cdef object _decimal_object(uint128_t magnitude, bint negative, int scale):
+    """The Decimal values.decode_decimal gives for an unscaled magnitude: every digit of the
+    scale written out ('0.50', '-3.000'), the integral part without leading zeros."""
+    cdef char digits[48]
+    cdef char text[48]
+    cdef int n = 0, k = 0, i
+    cdef uint64_t high = <uint64_t> (magnitude // <uint128_t> _POW10[19])
+    cdef uint64_t low = <uint64_t> (magnitude % <uint128_t> _POW10[19])
+    # the digits, lowest first: the low 19, then the high part's (magnitude < 10**38)
+    if high:
+        for i in range(19):
+            digits[n] = <char> (48 + low % 10)
+            low //= 10
+            n += 1
+        while high:
+            digits[n] = <char> (48 + high % 10)
+            high //= 10
+            n += 1
+    else:
+        while low:
+            digits[n] = <char> (48 + low % 10)
+            low //= 10
+            n += 1
+    while n <= scale:
+        digits[n] = 48
+        n += 1
+    if negative:
+        text[k] = 45  # '-'
+        k += 1
+    for i in range(n - 1, -1, -1):
+        if i == scale - 1:
+            text[k] = 46  # '.'
+            k += 1
+        text[k] = digits[i]
+        k += 1
+    return Decimal(PyUnicode_DecodeASCII(text, k, NULL))
 
 
 cdef inline bint _valid_utf8(const unsigned char* p, Py_ssize_t n) noexcept:
@@ -128,7 +236,8 @@ cdef object _utf8(str value):
 
 cdef class ColumnBuffer:
     """A column's values decoded straight into Arrow's layout, without a Python object per value:
-    64-bit integers, or strings (UTF-8 text, or bytes) with their offsets, and which are NULL.
+    64-bit integers, DECIMALs of up to 38 digits (128-bit unscaled integers, `scale` digits after
+    the point), or strings (UTF-8 text, or bytes) with their offsets, and which are NULL.
 
     RowProgram.decode_into fills it where a list would take the values. A text value whose bytes
     are not valid UTF-8 turns the buffer into a list of Python values, decoded as RowProgram
@@ -137,20 +246,27 @@ cdef class ColumnBuffer:
     whoever reads a few of them (len, indexing, `del column[n:]`)."""
 
     cdef readonly int kind
+    cdef readonly int precision  # DECIMALS: the column's digits (at most 38)
+    cdef readonly int scale  # DECIMALS: of which after the point
     cdef Py_ssize_t length
     cdef Py_ssize_t capacity
     cdef Py_ssize_t null_count
     cdef unsigned char* valid  # one byte per value: 1 present, 0 NULL
     cdef int64_t* ints  # INTEGERS: the values
+    cdef int128_t* wide  # DECIMALS: the unscaled values
     cdef int64_t* offsets  # TEXT, BYTES: where each value starts in data; offsets[length] its end
     cdef char* data
     cdef Py_ssize_t data_capacity
     cdef list objects  # not None: the column as Python values from then on
 
-    def __cinit__(self, int kind):
-        if kind not in (INTEGERS, TEXT, BYTES):
+    def __cinit__(self, int kind, int precision=0, int scale=0):
+        if kind not in (INTEGERS, TEXT, BYTES, DECIMALS):
             raise ValueError(f"no column buffer of kind {kind}")
+        if kind == DECIMALS and not 0 <= scale <= precision <= DECIMAL_MAX_PRECISION:
+            raise ValueError(f"no column buffer for DECIMAL({precision},{scale})")
         self.kind = kind
+        self.precision = precision
+        self.scale = scale
         self.offsets = <int64_t*> malloc(sizeof(int64_t))
         if self.offsets == NULL:
             raise MemoryError()
@@ -159,6 +275,7 @@ cdef class ColumnBuffer:
     def __dealloc__(self):
         free(self.valid)
         free(self.ints)
+        free(self.wide)
         free(self.offsets)
         free(self.data)
 
@@ -177,6 +294,11 @@ cdef class ColumnBuffer:
             if grown == NULL:
                 raise MemoryError()
             self.ints = <int64_t*> grown
+        elif self.kind == DECIMALS:
+            grown = realloc(self.wide, size * sizeof(int128_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.wide = <int128_t*> grown
         else:
             grown = realloc(self.offsets, (size + 1) * sizeof(int64_t))
             if grown == NULL:
@@ -193,6 +315,8 @@ cdef class ColumnBuffer:
         self.valid[self.length] = 0
         if self.kind == INTEGERS:
             self.ints[self.length] = 0
+        elif self.kind == DECIMALS:
+            self.wide[self.length] = 0
         else:
             self.offsets[self.length + 1] = self.offsets[self.length]
         self.length += 1
@@ -206,6 +330,16 @@ cdef class ColumnBuffer:
         self._room()
         self.valid[self.length] = 1
         self.ints[self.length] = value
+        self.length += 1
+        return 0
+
+    cdef int push_decimal(self, uint128_t magnitude, bint negative) except -1:
+        if self.objects is not None:
+            self.objects.append(_decimal_object(magnitude, negative, self.scale))
+            return 0
+        self._room()
+        self.valid[self.length] = 1
+        self.wide[self.length] = -<int128_t> magnitude if negative else <int128_t> magnitude
         self.length += 1
         return 0
 
@@ -255,10 +389,16 @@ cdef class ColumnBuffer:
 
     cdef object _value(self, Py_ssize_t i):
         cdef int64_t start
+        cdef int128_t unscaled
         if not self.valid[i]:
             return None
         if self.kind == INTEGERS:
             return self.ints[i]
+        if self.kind == DECIMALS:
+            unscaled = self.wide[i]
+            if unscaled < 0:
+                return _decimal_object(<uint128_t> -unscaled, True, self.scale)
+            return _decimal_object(<uint128_t> unscaled, False, self.scale)
         start = self.offsets[i]
         if self.kind == TEXT:
             return PyUnicode_Decode(self.data + start, self.offsets[i + 1] - start, "utf-8", "strict")
@@ -332,6 +472,16 @@ cdef class ColumnBuffer:
             values = pa.py_buffer(PyBytes_FromStringAndSize(<const char*> self.ints, self.length * sizeof(int64_t)))
             array = pa.Array.from_buffers(pa.int64(), self.length, [validity, values], self.null_count)
             return array if arrow_type == pa.int64() else array.cast(arrow_type)
+        if self.kind == DECIMALS:
+            if not (
+                pa.types.is_decimal128(arrow_type)
+                and arrow_type.scale == self.scale
+                and arrow_type.precision >= self.precision
+            ):
+                return pa.array(self._values(0, self.length), type=arrow_type)
+            values = pa.py_buffer(PyBytes_FromStringAndSize(<const char*> self.wide, self.length * sizeof(int128_t)))
+            # every value fits: _decimal_read takes no more digits than the column's precision
+            return pa.Array.from_buffers(arrow_type, self.length, [validity, values], self.null_count)
         used = self.offsets[self.length]
         data = pa.py_buffer(PyBytes_FromStringAndSize(self.data, used))
         large = pa.large_string() if self.kind == TEXT else pa.large_binary()
@@ -388,7 +538,7 @@ cdef class RowProgram:
 
     def buffer_kinds(self):
         """For each column of the first image, the ColumnBuffer kind its values can be decoded
-        into (INTEGERS, TEXT, BYTES), or 0 where they must stay Python objects."""
+        into (INTEGERS, TEXT, BYTES, DECIMALS), or 0 where they must stay Python objects."""
         cdef int i, op
         kinds = []
         for i in range(self.first):
@@ -399,9 +549,21 @@ cdef class RowProgram:
                 kinds.append(BYTES)
             elif op == OP_STRING and self.refs[i] == b"utf-8":
                 kinds.append(TEXT)
+            elif op == OP_DECIMAL:
+                kinds.append(DECIMALS)
             else:
                 kinds.append(0)
         return kinds
+
+    def column_buffers(self):
+        """For each column of the first image, an empty ColumnBuffer of its buffer_kinds() kind,
+        or a list where its values stay Python objects."""
+        cdef int i
+        return [
+            ColumnBuffer(kind, self.args[i] >> 8, self.args[i] & 0xFF) if kind == DECIMALS
+            else ColumnBuffer(kind) if kind else []
+            for i, kind in enumerate(self.buffer_kinds())
+        ]
 
     def decode_into(self, bytes data, list outs):
         """Every row of the event, appended to the caller's lists: outs[i] takes present column i
@@ -440,6 +602,8 @@ cdef class RowProgram:
         cdef double f64
         cdef long year, month, day, hour, minute, second, micro, frac_bytes
         cdef Py_ssize_t n
+        cdef uint128_t magnitude
+        cdef bint negative
         if pos + nbytes > end:
             raise ValueError("row image ends inside its NULL bitmap")
         nulls = buf + pos
@@ -456,6 +620,25 @@ cdef class RowProgram:
                 continue
             op = self.ops[i]
             arg = self.args[i]
+            if op == OP_DECIMAL:
+                n = _decimal_size(arg >> 8, arg & 0xFF)
+                # cut short, corrupt or negative zero: the Python reader's value, or its error
+                if (
+                    pos + n <= end
+                    and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
+                    and (magnitude or not negative)
+                ):
+                    pos += n
+                    if column is not None and column.kind == DECIMALS:
+                        column.push_decimal(magnitude, negative)
+                        continue
+                    value = _decimal_object(magnitude, negative, arg & 0xFF)
+                    if column is not None:
+                        column.append(value)
+                    else:
+                        PyList_Append(out, value)
+                    continue
+                op = OP_PYTHON
             if op == OP_PYTHON:
                 value, pos = self.refs[i](data, pos)
                 if column is not None:

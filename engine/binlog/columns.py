@@ -586,8 +586,7 @@ class RowDecoder:
         form (lists only). Every decoder of the same columns gives the same choice."""
         if self._program is None:
             return None
-        assert _compiled is not None
-        return [ColumnBuffer(kind) if kind else [] for kind in self._program.buffer_kinds()]
+        return self._program.column_buffers()
 
     def decode_into(self, event: RowsEvent, table_map: TableMap, outs: list[list[Any]]) -> int:
         """decode(), appending each present column's values to the caller's lists: outs holds one
@@ -662,13 +661,23 @@ def _compiled_op(gen: _CodeGen, col: ColumnInfo) -> tuple[int, int, object]:
         return opcodes["string"], 2 if string_max_length(t, meta) > 255 else 1, encoded
     if t in _BLOB_TYPES and 0 <= meta <= 4:
         return opcodes["string"], meta or 4, encoded
+    reader = _python_reader(gen, col)
+    precision, scale = meta >> 8, meta & 0xFF
+    if t == ColumnType.NEWDECIMAL and 0 < precision <= _compiled.DECIMAL_MAX_PRECISION and scale <= precision:
+        # read in C; the Python reader takes what C leaves (corrupt groups, cut-short images)
+        return opcodes["decimal"], meta, reader
+    return opcodes["python"], 0, reader
+
+
+def _python_reader(gen: _CodeGen, col: ColumnInfo) -> Any:
+    """One column's reader generated from the Python decoder's lines: (buf, pos) -> (value, pos)."""
     name = f"read{gen.const(None)}"
     body = gen.value_lines(col, "out", False)
     src = ["def " + name + "(buf, pos):", "    box = []", "    out = box.append"]
     src += ["    " + line for line in body]
     src.append("    return box[0], pos")
     exec(compile("\n".join(src), "<column reader>", "exec"), gen.namespace)
-    return opcodes["python"], 0, gen.namespace[name]
+    return gen.namespace[name]
 
 
 def _where(table_map: TableMap) -> str:
