@@ -3,9 +3,10 @@
 
 A RowProgram is built once per (table map, event kind, present-column bitmaps) from one opcode
 per present column. The common column types (integers, FLOAT/DOUBLE, YEAR, DATE, DATETIME2,
-TIMESTAMP2, DECIMAL up to 38 digits, strings and blobs) are read here; every other type, and every value these fast paths
-do not cover exactly (zero dates, out-of-range fractions), is handed to the Python reader of that
-column, so both decoders give the same values. tests/test_rowimage_compiled.py checks that they do.
+TIMESTAMP2, DECIMAL of up to 38 digits, strings and blobs) are read here; every other type, and
+every value these fast paths do not cover exactly (zero dates, out-of-range fractions, a DECIMAL's
+corrupt groups or negative zero), is handed to the Python reader of that column, so both decoders
+give the same values. tests/test_rowimage_compiled.py checks that they do.
 
 Where the caller hands a ColumnBuffer instead of a list (the preparing stage, for integer,
 DECIMAL and UTF-8 or binary string columns), the values go straight into Arrow's layout: no Python
@@ -479,7 +480,9 @@ cdef class ColumnBuffer:
                 and arrow_type.precision >= self.precision
             ):
                 return pa.array(self._values(0, self.length), type=arrow_type)
-            values = pa.py_buffer(PyBytes_FromStringAndSize(<const char*> self.wide, self.length * sizeof(int128_t)))
+            values = pa.py_buffer(
+                PyBytes_FromStringAndSize(<const char*> self.wide, self.length * sizeof(int128_t))
+            )
             # every value fits: _decimal_read takes no more digits than the column's precision
             return pa.Array.from_buffers(arrow_type, self.length, [validity, values], self.null_count)
         used = self.offsets[self.length]
@@ -527,6 +530,8 @@ cdef class RowProgram:
         self.refs = []
         for i in range(self.ncols):
             op, arg, ref = all_ops[i]
+            if op == OP_DECIMAL and not 0 <= (arg & 0xFF) <= (arg >> 8) <= DECIMAL_MAX_PRECISION:
+                raise ValueError(f"no compiled reader for DECIMAL({arg >> 8},{arg & 0xFF})")
             self.ops[i] = op
             self.args[i] = arg
             self.refs.append(ref)
