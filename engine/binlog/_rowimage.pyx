@@ -530,8 +530,9 @@ cdef class RowProgram:
         self.refs = []
         for i in range(self.ncols):
             op, arg, ref = all_ops[i]
-            if op == OP_DECIMAL and not 0 <= (arg & 0xFF) <= (arg >> 8) <= DECIMAL_MAX_PRECISION:
-                raise ValueError(f"no compiled reader for DECIMAL({arg >> 8},{arg & 0xFF})")
+            precision, scale = arg >> 8, arg & 0xFF
+            if op == OP_DECIMAL and not (1 <= precision <= DECIMAL_MAX_PRECISION and scale <= precision):
+                raise ValueError(f"no compiled reader for DECIMAL({precision},{scale})")
             self.ops[i] = op
             self.args[i] = arg
             self.refs.append(ref)
@@ -541,34 +542,24 @@ cdef class RowProgram:
         free(self.ops)
         free(self.args)
 
-    def buffer_kinds(self):
-        """For each column of the first image, the ColumnBuffer kind its values can be decoded
-        into (INTEGERS, TEXT, BYTES, DECIMALS), or 0 where they must stay Python objects."""
+    def column_buffers(self):
+        """For each column of the first image, an empty ColumnBuffer its values can be decoded
+        into (INTEGERS, TEXT, BYTES, DECIMALS), or a list where they must stay Python objects."""
         cdef int i, op
-        kinds = []
+        buffers = []
         for i in range(self.first):
             op = self.ops[i]
             if OP_I8 <= op <= OP_I64 and op != OP_U64 or op == OP_YEAR:
-                kinds.append(INTEGERS)
+                buffers.append(ColumnBuffer(INTEGERS))
             elif op == OP_STRING and self.refs[i] is None:
-                kinds.append(BYTES)
+                buffers.append(ColumnBuffer(BYTES))
             elif op == OP_STRING and self.refs[i] == b"utf-8":
-                kinds.append(TEXT)
+                buffers.append(ColumnBuffer(TEXT))
             elif op == OP_DECIMAL:
-                kinds.append(DECIMALS)
+                buffers.append(ColumnBuffer(DECIMALS, self.args[i] >> 8, self.args[i] & 0xFF))
             else:
-                kinds.append(0)
-        return kinds
-
-    def column_buffers(self):
-        """For each column of the first image, an empty ColumnBuffer of its buffer_kinds() kind,
-        or a list where its values stay Python objects."""
-        cdef int i
-        return [
-            ColumnBuffer(kind, self.args[i] >> 8, self.args[i] & 0xFF) if kind == DECIMALS
-            else ColumnBuffer(kind) if kind else []
-            for i, kind in enumerate(self.buffer_kinds())
-        ]
+                buffers.append([])
+        return buffers
 
     def decode_into(self, bytes data, list outs):
         """Every row of the event, appended to the caller's lists: outs[i] takes present column i
