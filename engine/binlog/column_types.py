@@ -57,11 +57,6 @@ _TYPE_RE = re.compile(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*(unsigned)?\s*$", re.IGNO
 _ELEMENT_RE = re.compile(r"'((?:[^']|'')*)'")
 
 
-def decimal_bin_size(precision: int, scale: int) -> int:
-    intg = precision - scale
-    return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
-
-
 def decimal_to_bin(value: Decimal, precision: int, scale: int) -> bytes:
     """MySQL's binary DECIMAL: 9 digits per 4 bytes, big-endian, negatives inverted, sign bit flipped."""
     return _decimal_encoder(precision, scale)(value)
