@@ -17,6 +17,7 @@ from engine.binlog import columns
 from engine.binlog.columns import RowDecoder
 from engine.binlog.constants import BINARY_CHARSET, ColumnType, RowsKind
 from engine.binlog.events import EventHeader, RowsEvent, TableMap
+from engine.binlog.events.rows import real_type
 from engine.binlog.reader import read_file_events
 from engine.binlog.values import decimal_size
 from engine.errors import BinlogError
@@ -105,9 +106,16 @@ def column(draw: st.DrawFn) -> tuple[int, int, bool, int | None]:
                 ColumnType.BIT,
                 ColumnType.TIMESTAMP,
                 ColumnType.DATETIME,
+                ColumnType.ENUM,
+                ColumnType.SET,
             ]
         )
     )
+    if t in (ColumnType.ENUM, ColumnType.SET):
+        # logged as STRING, the real type in the metadata's first byte; 3 and 5-9 bytes are
+        # sizes no server writes (Python reads them its own way)
+        size = draw(st.integers(1, 3) if t == ColumnType.ENUM else st.integers(1, 9))
+        return ColumnType.STRING, t << 8 | size, draw(st.booleans()), draw(st.sampled_from(CHARSETS))
     if t in (ColumnType.DATETIME2, ColumnType.TIMESTAMP2, ColumnType.TIME2):
         meta = draw(st.integers(0, 7))
     elif t == ColumnType.NEWDECIMAL:
@@ -128,6 +136,8 @@ def column(draw: st.DrawFn) -> tuple[int, int, bool, int | None]:
 
 def value_size(t: int, meta: int) -> int | None:
     """Bytes of a fixed-size value; None for length-prefixed ones."""
+    if real_type(t, meta) in (ColumnType.ENUM, ColumnType.SET):
+        return meta & 0xFF
     fixed = {
         ColumnType.TINY: 1,
         ColumnType.SHORT: 2,
@@ -172,6 +182,16 @@ def value_bytes(draw: st.DrawFn, t: int, meta: int) -> bytes:
 
 
 @st.composite
+def member_names(
+    draw: st.DrawFn, cols: list[tuple[int, int, bool, int | None]], kind: int
+) -> tuple[tuple[str, ...] | None, ...] | None:
+    if not draw(st.booleans()):
+        return None
+    names = st.lists(st.text(max_size=4), max_size=70).map(tuple)
+    return tuple(draw(names) if real_type(t, meta) == kind else None for t, meta, _, _ in cols)
+
+
+@st.composite
 def rows_case(draw: st.DrawFn) -> tuple[TableMap, RowsEvent]:
     cols = draw(st.lists(column(), min_size=1, max_size=6))
     kind = draw(st.sampled_from([RowsKind.WRITE, RowsKind.UPDATE, RowsKind.DELETE]))
@@ -195,6 +215,10 @@ def rows_case(draw: st.DrawFn) -> tuple[TableMap, RowsEvent]:
         charsets=tuple(c[3] for c in cols),
         mariadb=draw(st.booleans()),
         raw_metadata_key=draw(st.binary(min_size=8, max_size=8)),
+        # the member names, where the table map logs them (MySQL's full row metadata): up to 70,
+        # past the 64 bits a SET has
+        enum_values=draw(member_names(cols, ColumnType.ENUM)),
+        set_values=draw(member_names(cols, ColumnType.SET)),
     )
 
     def image(flags: tuple[bool, ...]) -> bytes:
@@ -299,9 +323,9 @@ def test_the_compiled_form_reads_the_common_types_itself() -> None:
         _rowimage.OPCODES["datetime2"],
         _rowimage.OPCODES["decimal"],
     ]
-    # a DECIMAL wider than 128 bits, and TIME2, are read by Python
+    # a DECIMAL wider than 128 bits, and JSON, are read by Python
     wide = TableMap(
-        HEADER, 1, 0, "db", "t", (ColumnType.NEWDECIMAL, ColumnType.TIME2), (39 << 8 | 2, 0), (True,) * 2
+        HEADER, 1, 0, "db", "t", (ColumnType.NEWDECIMAL, ColumnType.JSON), (39 << 8 | 2, 4), (True,) * 2
     )
     assert [columns._compiled_op(columns._CodeGen(), c)[0] for c in columns.table_columns(wide)] == [
         _rowimage.OPCODES["python"],
@@ -315,6 +339,59 @@ def test_the_compiled_form_reads_the_common_types_itself() -> None:
     assert images.after is not None
     assert [images.after[i][0] for i in range(4)][:2] == [7, "hi"]
     assert images.after[3] == [Decimal("0.12")]
+
+
+def test_time2_bit_enum_and_set_are_read_in_c_with_the_values_python_gives() -> None:
+    from datetime import timedelta
+
+    from engine.binlog import _rowimage
+    from engine.binlog.column_types import time2_bytes
+
+    string = ColumnType.STRING
+    types = (ColumnType.TIME2, ColumnType.TIME2, ColumnType.BIT, string, string, string, string)
+    meta = (
+        0,
+        3,
+        2 << 8 | 1,
+        ColumnType.ENUM << 8 | 1,
+        ColumnType.SET << 8 | 1,
+        ColumnType.ENUM << 8 | 2,
+        ColumnType.SET << 8 | 2,
+    )
+    names = ("small", "medium", "large")
+    table_map = TableMap(
+        HEADER, 1, 0, "db", "t", types, meta, (True,) * 7,
+        enum_values=(None, None, None, names, None, None, None),
+        set_values=(None, None, None, None, names, None, None),
+    )  # fmt: skip
+    ops = [columns._compiled_op(columns._CodeGen(), c)[0] for c in columns.table_columns(table_map)]
+    opcodes = _rowimage.OPCODES
+    # the last ENUM and SET have no names logged: their numbers, as unsigned integers
+    assert ops == [
+        opcodes["time2"], opcodes["time2"], opcodes["bit"], opcodes["enum_text"], opcodes["set_text"],
+        opcodes["u16"], opcodes["u16"],
+    ]  # fmt: skip
+    rows = [
+        (timedelta(hours=-838, minutes=-59, seconds=-59), timedelta(seconds=-1, microseconds=1000), 0x1FF, 3, 5, 0, 0xFFFF),
+        (timedelta(hours=12, minutes=3), timedelta(hours=838, microseconds=999000), 0, 0, 0, 700, 6),
+        (timedelta(0), timedelta(microseconds=-999000), 1, 4, 0xFF, 1, 1),
+    ]  # fmt: skip
+    data = b"".join(
+        b"\x00" + time2_bytes(a, 0) + time2_bytes(b, 3) + bit.to_bytes(2, "big") + bytes([enum, members])
+        + number.to_bytes(2, "little") + set_bits.to_bytes(2, "little")
+        for a, b, bit, enum, members, number, set_bits in rows
+    )  # fmt: skip
+    event = RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 7, (True,) * 7, None, data)
+    compiled = RowDecoder(table_map, event, compiled=True).decode(event, table_map)
+    python = RowDecoder(table_map, event, compiled=False).decode(event, table_map)
+    assert compiled.after is not None and python.after is not None
+    for i in range(7):
+        assert typed(compiled.after[i]) == typed(python.after[i])
+    assert compiled.after[0] == [r[0] for r in rows] and compiled.after[1] == [r[1] for r in rows]
+    assert compiled.after[2] == [0x1FF, 0, 1]
+    assert compiled.after[3] == ["large", "", ""]  # 0 and past the last member: ''
+    assert compiled.after[4] == ["small,large", "", "small,medium,large"]
+    assert compiled.after[5] == [0, 700, 1] and compiled.after[6] == [0xFFFF, 6, 1]
 
 
 # -- decoding into Arrow's layout (ColumnBuffer) ----------------------------------------------

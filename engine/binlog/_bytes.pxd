@@ -1,8 +1,9 @@
 # cython: language_level=3
-"""Unsigned integers of n bytes (1-8) read from raw binlog bytes, and column bitmaps, shared by
-the C modules."""
+"""Unsigned integers of n bytes (1-8) read from raw binlog bytes, column bitmaps and the UTF-8
+check, shared by the C modules."""
 
 from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 
 
 cdef inline uint64_t le(const unsigned char* p, int n) noexcept:
@@ -32,4 +33,49 @@ cdef inline bint all_set(const unsigned char* p, Py_ssize_t width) noexcept:
     cdef int rest = width & 7
     if rest:
         return (p[full] & ((1 << rest) - 1)) == ((1 << rest) - 1)
+    return True
+
+
+cdef inline bint valid_utf8(const unsigned char* p, Py_ssize_t n) noexcept:
+    """Whether Python's strict UTF-8 decoder takes the bytes: no overlong forms, no surrogates,
+    nothing above U+10FFFF."""
+    cdef Py_ssize_t i = 0
+    cdef int length, j
+    cdef unsigned char c, lo, hi
+    cdef uint64_t word
+    while i < n:
+        if i + 8 <= n:
+            memcpy(&word, p + i, 8)
+            if not (word & <uint64_t> 0x8080808080808080):
+                i += 8
+                continue
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        # the sequence's length, and the range of its second byte that keeps it shortest-form,
+        # off the surrogates and at most U+10FFFF; every later byte is a plain continuation
+        lo, hi = 0x80, 0xBF
+        if 0xC2 <= c <= 0xDF:
+            length = 2
+        elif 0xE0 <= c <= 0xEF:
+            length = 3
+            if c == 0xE0:
+                lo = 0xA0
+            elif c == 0xED:
+                hi = 0x9F
+        elif 0xF0 <= c <= 0xF4:
+            length = 4
+            if c == 0xF0:
+                lo = 0x90
+            elif c == 0xF4:
+                hi = 0x8F
+        else:
+            return False
+        if i + length > n or not (lo <= p[i + 1] <= hi):
+            return False
+        for j in range(2, length):
+            if not (0x80 <= p[i + j] <= 0xBF):
+                return False
+        i += length
     return True

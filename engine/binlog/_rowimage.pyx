@@ -3,7 +3,8 @@
 
 A RowProgram is built once per (table map, event kind, present-column bitmaps) from one opcode
 per present column. The common column types (integers, FLOAT/DOUBLE, YEAR, DATE, DATETIME2,
-TIMESTAMP2, DECIMAL of up to 38 digits, strings and blobs) are read here; every other type, and
+TIMESTAMP2, TIME2, DECIMAL of up to 38 digits, BIT, ENUM, SET, strings and blobs) are read here;
+every other type (JSON, GEOMETRY, VECTOR, the old temporal forms), and
 every value these fast paths do not cover exactly (zero dates, out-of-range fractions, a DECIMAL's
 corrupt groups or negative zero), is handed to the Python reader of that column, so both decoders
 give the same values. tests/test_rowimage_compiled.py checks that they do.
@@ -23,7 +24,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
-from engine.binlog._bytes cimport be as _be, le as _le
+from engine.binlog._bytes cimport be as _be, le as _le, valid_utf8
 
 from decimal import Decimal
 
@@ -56,13 +57,18 @@ cdef enum:
     OP_TIMESTAMP2 = 16  # arg: fractional-second digits
     OP_STRING = 17  # arg: length-prefix bytes (1..4); refs[i]: codec (bytes) or None for bytes
     OP_DECIMAL = 18  # arg: precision << 8 | scale (precision 1..38); refs[i]: the Python reader
+    OP_BIT = 19  # arg: bytes (1..8), big-endian
+    OP_ENUM_TEXT = 20  # arg: bytes (1, 2); refs[i]: the member names (index 1 is the first)
+    OP_SET_TEXT = 21  # arg: bytes (1..8); refs[i]: the member names (bit 0 is the first)
+    OP_TIME2 = 22  # arg: fractional-second digits (0..6)
 
 OPCODES = {
     "python": OP_PYTHON, "i8": OP_I8, "u8": OP_U8, "i16": OP_I16, "u16": OP_U16,
     "i24": OP_I24, "u24": OP_U24, "i32": OP_I32, "u32": OP_U32, "i64": OP_I64, "u64": OP_U64,
     "float": OP_FLOAT, "double": OP_DOUBLE, "year": OP_YEAR, "date": OP_DATE,
     "datetime2": OP_DATETIME2, "timestamp2": OP_TIMESTAMP2, "string": OP_STRING,
-    "decimal": OP_DECIMAL,
+    "decimal": OP_DECIMAL, "bit": OP_BIT, "enum_text": OP_ENUM_TEXT, "set_text": OP_SET_TEXT,
+    "time2": OP_TIME2,
 }
 # The widest DECIMAL read here: its unscaled value (below 10**38) fits in 128 bits and in Arrow's
 # decimal128. Wider ones (MySQL allows 65 digits) are read by Python.
@@ -181,51 +187,6 @@ cdef object _decimal_object(uint128_t magnitude, bint negative, int scale):
         text[k] = digits[i]
         k += 1
     return Decimal(PyUnicode_DecodeASCII(text, k, NULL))
-
-
-cdef inline bint _valid_utf8(const unsigned char* p, Py_ssize_t n) noexcept:
-    """Whether Python's strict UTF-8 decoder takes the bytes: no overlong forms, no surrogates,
-    nothing above U+10FFFF."""
-    cdef Py_ssize_t i = 0
-    cdef int length, j
-    cdef unsigned char c, lo, hi
-    cdef uint64_t word
-    while i < n:
-        if i + 8 <= n:
-            memcpy(&word, p + i, 8)
-            if not (word & <uint64_t> 0x8080808080808080):
-                i += 8
-                continue
-        c = p[i]
-        if c < 0x80:
-            i += 1
-            continue
-        # the sequence's length, and the range of its second byte that keeps it shortest-form,
-        # off the surrogates and at most U+10FFFF; every later byte is a plain continuation
-        lo, hi = 0x80, 0xBF
-        if 0xC2 <= c <= 0xDF:
-            length = 2
-        elif 0xE0 <= c <= 0xEF:
-            length = 3
-            if c == 0xE0:
-                lo = 0xA0
-            elif c == 0xED:
-                hi = 0x9F
-        elif 0xF0 <= c <= 0xF4:
-            length = 4
-            if c == 0xF0:
-                lo = 0x90
-            elif c == 0xF4:
-                hi = 0x8F
-        else:
-            return False
-        if i + length > n or not (lo <= p[i + 1] <= hi):
-            return False
-        for j in range(2, length):
-            if not (0x80 <= p[i + j] <= 0xBF):
-                return False
-        i += length
-    return True
 
 
 cdef object _utf8(str value):
@@ -347,7 +308,7 @@ cdef class ColumnBuffer:
     cdef int push_bytes(self, const char* p, Py_ssize_t n) except -1:
         cdef Py_ssize_t used, size
         cdef void* grown
-        if self.objects is None and self.kind == TEXT and not _valid_utf8(<const unsigned char*> p, n):
+        if self.objects is None and self.kind == TEXT and not valid_utf8(<const unsigned char*> p, n):
             self.objects = self._values(0, self.length)
         if self.objects is not None:
             if self.kind == TEXT:
@@ -533,6 +494,13 @@ cdef class RowProgram:
             precision, scale = arg >> 8, arg & 0xFF
             if op == OP_DECIMAL and not (1 <= precision <= DECIMAL_MAX_PRECISION and scale <= precision):
                 raise ValueError(f"no compiled reader for DECIMAL({precision},{scale})")
+            if (
+                op == OP_BIT and not 1 <= arg <= 8
+                or op == OP_ENUM_TEXT and not (arg in (1, 2) and type(ref) is tuple)
+                or op == OP_SET_TEXT and not (1 <= arg <= 8 and type(ref) is tuple)
+                or op == OP_TIME2 and not 0 <= arg <= 6
+            ):
+                raise ValueError(f"no compiled reader for opcode {op} with argument {arg}")
             self.ops[i] = op
             self.args[i] = arg
             self.refs.append(ref)
@@ -664,6 +632,24 @@ cdef class RowProgram:
                 else:
                     PyList_Append(out, value)
                 continue
+            if op >= OP_BIT:
+                n = _small_size(op, arg)
+                if pos + n > end:
+                    raise ValueError("row image ends inside a value")
+                if op == OP_BIT:
+                    value = PyLong_FromUnsignedLongLong(_be(buf + pos, arg))
+                elif op == OP_ENUM_TEXT:
+                    value = _enum_text(_le(buf + pos, arg), <tuple> self.refs[i])
+                elif op == OP_SET_TEXT:
+                    value = _set_text(_le(buf + pos, arg), <tuple> self.refs[i])
+                else:
+                    value = _time2(buf + pos, arg)
+                pos += n
+                if column is not None:
+                    column.append(value)
+                else:
+                    PyList_Append(out, value)
+                continue
             if op <= OP_U8 or op == OP_YEAR:
                 n = 1
             elif op <= OP_U16:
@@ -769,6 +755,71 @@ cdef inline int64_t _integer(int op, const unsigned char* p) noexcept:
         return <long long> _le(p, 8)
     # OP_YEAR
     return 1900 + p[0] if p[0] else 0
+
+
+cdef inline int _small_size(int op, int arg) noexcept:
+    """Bytes of a BIT, ENUM, SET or TIME2 value."""
+    if op == OP_TIME2:
+        return 3 + (arg + 1) // 2
+    return arg  # BIT, ENUM and SET: their byte count
+
+
+cdef object _enum_text(uint64_t index, tuple names):
+    # index 0 is the '' MySQL stores for a value that was not a member (columns.enum_text)
+    if 0 < index <= <uint64_t> len(names):
+        return names[index - 1]
+    return ""
+
+
+cdef object _set_text(uint64_t bits, tuple names):
+    cdef list chosen = []
+    cdef Py_ssize_t i
+    for i in range(min(len(names), 64)):
+        if bits >> i & 1:
+            chosen.append(names[i])
+    return ",".join(chosen)
+
+
+cdef object _time2(const unsigned char* p, int fsp):
+    """TIME2 (columns.time2): hh:mm:ss packed over the integer part's 3 bytes, then 0-3 bytes of
+    fraction; a negative value's fraction counts down from the next whole second."""
+    cdef int64_t whole = <int64_t> _be(p, 3) - 0x800000
+    cdef int64_t frac, packed
+    if fsp == 0:
+        packed = whole * 0x1000000
+    elif fsp <= 2:
+        frac = p[3]
+        if whole < 0 and frac:
+            whole += 1
+            frac -= 0x100
+        packed = whole * 0x1000000 + frac * 10000
+    elif fsp <= 4:
+        frac = <int64_t> _be(p + 3, 2)
+        if whole < 0 and frac:
+            whole += 1
+            frac -= 0x10000
+        packed = whole * 0x1000000 + frac * 100
+    else:
+        packed = <int64_t> _be(p, 6) - 0x800000000000
+    return _time_from_packed(packed)
+
+
+cdef object _time_from_packed(int64_t packed):
+    """columns.time_from_packed: the hours, minutes and seconds fields taken as they are (a
+    corrupt minute of 63 adds 63 minutes), the microseconds likewise, the sign applied last."""
+    cdef bint negative = packed < 0
+    cdef int64_t magnitude = -packed if negative else packed
+    cdef int64_t hms = magnitude >> 24
+    cdef int64_t micros = (((hms >> 12 & 0x3FF) * 60 + (hms >> 6 & 63)) * 60 + (hms & 63)) * 1000000
+    micros += magnitude & 0xFFFFFF
+    if negative:
+        micros = -micros
+    # timedelta's normal form: whole days (floored), then seconds and microseconds below a day
+    cdef int64_t days = micros // 86400000000
+    if micros < 0 and days * 86400000000 != micros:
+        days -= 1
+    micros -= days * 86400000000
+    return timedelta_new(<int> days, <int> (micros // 1000000), <int> (micros % 1000000))
 
 
 cdef inline long _fraction(const unsigned char* p, int fsp):

@@ -30,6 +30,8 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
 
 _compiled = load("_rowimage")  # the C form of RowDecoder; None: generated Python only
+# The C form of json_text(decode_json(...)), which the compiled decoder reads JSON columns with
+_json_text = load("_jsontext") if _compiled is not None else None
 COMPILED_ROW_DECODER = _compiled is not None
 # A column decoded into Arrow's layout (RowDecoder.column_buffers); None without the C form
 ColumnBuffer = _compiled.ColumnBuffer if _compiled is not None else None
@@ -655,6 +657,18 @@ def _compiled_op(gen: _CodeGen, col: ColumnInfo) -> tuple[int, int, object]:
         return opcodes["datetime2"], meta, None
     if t == ColumnType.TIMESTAMP2 and meta <= 6:
         return opcodes["timestamp2"], meta, None
+    if t == ColumnType.TIME2 and meta <= 6:
+        return opcodes["time2"], meta, None
+    if t == ColumnType.BIT and 1 <= (nbytes := (meta & 0xFF) + (1 if meta >> 8 else 0)) <= 8:
+        return opcodes["bit"], nbytes, None
+    if t == ColumnType.ENUM and meta & 0xFF in (1, 2):
+        if col.enum_values is not None:
+            return opcodes["enum_text"], meta & 0xFF, tuple(col.enum_values)
+        return opcodes["u8" if meta & 0xFF == 1 else "u16"], 0, None  # the member's index
+    if t == ColumnType.SET and col.set_values is not None and 1 <= meta & 0xFF <= 8:
+        return opcodes["set_text"], meta & 0xFF, tuple(col.set_values)
+    if t == ColumnType.SET and meta & 0xFF in _SET_BITS:
+        return opcodes[_SET_BITS[meta & 0xFF]], 0, None  # the members' bits as an integer
     codec = text_codec(col)
     encoded = None if codec is None else codec.encode()
     if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING) or (t == ColumnType.STRING and not col.is_binary):
@@ -662,11 +676,18 @@ def _compiled_op(gen: _CodeGen, col: ColumnInfo) -> tuple[int, int, object]:
     if t in _BLOB_TYPES and 0 <= meta <= 4:
         return opcodes["string"], meta or 4, encoded
     reader = _python_reader(gen, col)
+    if t == ColumnType.JSON and _json_text is not None and 0 <= meta <= 4:
+        # read in C where the document allows (binlog/_jsontext.pyx), else by `reader`
+        return opcodes["python"], 0, _json_text.JsonColumnReader(meta or 4, reader)
     precision, scale = meta >> 8, meta & 0xFF
     if t == ColumnType.NEWDECIMAL and 0 < precision <= _compiled.DECIMAL_MAX_PRECISION and scale <= precision:
         # read in C; the Python reader takes what C leaves (corrupt groups, cut-short images)
         return opcodes["decimal"], meta, reader
     return opcodes["python"], 0, reader
+
+
+# A SET's bytes as the unsigned integer opcode of that width (5 to 7 bytes: read by Python)
+_SET_BITS = {1: "u8", 2: "u16", 3: "u24", 4: "u32", 8: "u64"}
 
 
 def _python_reader(gen: _CodeGen, col: ColumnInfo) -> Any:

@@ -51,7 +51,7 @@ def _shortest_digits(x: float) -> tuple[str, int]:
     return digits, decpt
 
 
-def _format_double(x: float) -> str:
+def format_double(x: float) -> str:
     """Print a double like MySQL's JSON output: my_gcvt() plus ".0" for whole numbers."""
     if not math.isfinite(x):
         # dtoa() reports overflow and my_gcvt() prints "0".
@@ -170,7 +170,7 @@ def _render(v: object, out: list[str], depth: int) -> None:
     elif t is int:
         out.append(str(v))
     elif t is float:
-        out.append(_format_double(v))  # type: ignore[arg-type]
+        out.append(format_double(v))  # type: ignore[arg-type]
     elif t is Decimal:
         out.append(_format_decimal(v))  # type: ignore[arg-type]
     elif t is _dt.datetime:
