@@ -27,6 +27,9 @@ ensure_venv() {
     fi
     touch "$stamp"
   fi
+  # the project's bytecode written now (and again for sources changed since): every `relaydeck`
+  # start loads it rather than compiling the sources, even where PYTHONDONTWRITEBYTECODE is set
+  "$VENV/bin/python" -m compileall -q engine console >/dev/null
 }
 
 ensure_compiler() {

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from generated_logs import ensure_relay_log
-from machine import measurement_header, write_results
+from machine import measurement_header, write_bytecode, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = ("database", "logical_clock", "writeset")
@@ -71,6 +71,7 @@ def main() -> int:
     checkouts = {"here": ROOT}
     if args.compare_with is not None:
         checkouts["other"] = args.compare_with.resolve()
+        write_bytecode(checkouts["other"])
     runs: dict[str, dict[str, list[dict[str, object]]]] = {label: {} for label, _, _ in configurations}
     for round_number in range(args.rounds):
         for label, workers, kind in configurations:

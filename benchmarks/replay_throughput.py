@@ -50,7 +50,7 @@ PEER = next(
 sys.path.insert(0, str(ROOT))
 
 from generated_logs import ensure_relay_log  # noqa: E402
-from machine import measurement_header, write_results  # noqa: E402
+from machine import measurement_header, write_bytecode, write_results  # noqa: E402
 
 from engine.applier.vocabulary import PARALLEL_TYPES, POOLS, ParallelOptions  # noqa: E402
 from engine.replay import ChannelSpec, Replay, relay_bytes  # noqa: E402
@@ -263,6 +263,8 @@ def peer_rounds(args: argparse.Namespace) -> dict[str, object]:
     name = "MariaDB 10.11 capture (full size, PROFILE=big)"
     configurations = parallel_configurations(args.peer_workers, args.peer_types, args.peer_pool)
     baseline = Path(args.baseline_checkout).resolve() if args.baseline_checkout else None
+    if baseline is not None:
+        write_bytecode(baseline)
     # Every configuration runs once per round, on the same files, one after the other: each ratio
     # compares runs made under the same load of this shared machine.
     rounds = []

@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 from commands import replay_command  # noqa: E402
 from generated_logs import ensure_relay_log  # noqa: E402
-from machine import measurement_header, write_results  # noqa: E402
+from machine import measurement_header, write_bytecode, write_results  # noqa: E402
 
 from engine.slave.database import Slave  # noqa: E402
 from engine.slave.export import differences  # noqa: E402
@@ -377,6 +377,8 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown applier {', '.join(unknown)}; known: {', '.join(APPLIERS)}")
     baseline = args.compare_with.resolve() if args.compare_with else None
+    if baseline is not None:
+        write_bytecode(baseline)
     codes = {"this": ROOT, **({"baseline": baseline} if baseline else {})}
 
     sources = [CAPTURE_SOURCE]
