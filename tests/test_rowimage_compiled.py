@@ -654,3 +654,100 @@ def test_a_negative_zero_or_an_overfull_decimal_group_is_read_as_python_reads_it
     compiled.decode_into(event, table_map, [buffer])
     assert buffer.as_objects  # the sign of a zero has no place in Arrow's layout
     assert typed(buffer[:]) == typed(expected)
+
+
+# -- the rows as JSON text, straight from the row images (RowProgram.json_rows) -------------------
+
+column_name = st.one_of(
+    st.sampled_from(["id", "k", "c", 'quo"te', "back\\slash", "new\nline", "é", "\x7f", "\u202e", "\udcff"]),
+    st.text(max_size=4),
+)
+
+
+def json_rows_outcome(table_map: TableMap, event: RowsEvent) -> tuple[object, object]:
+    """(the rows as the Python forms write them, as json_rows writes them); ValueError for either
+    where it refuses the images."""
+    from engine.listing import lines
+    from engine.render import value_json
+
+    try:
+        expected: object = lines.rows_json(
+            RowDecoder(table_map, event, compiled=False).decode(event, table_map)
+        )
+    except ValueError:
+        expected = ValueError
+    decoder = RowDecoder(table_map, event, compiled=True)
+    layout = lines._json_layout(decoder)
+    if layout is None:  # a name given twice: json.dumps keeps one, rows_json_of leaves it to it
+        assert len({c.name for c in decoder.columns}) < len(decoder.columns)
+        return expected, expected
+    try:
+        got: object = decoder.compiled_program.json_rows(event.rows_data, *layout, value_json)
+    except columns.ROW_IMAGE_FAULTS:
+        got = ValueError  # rows_json_of then decodes the Python way, which words the fault
+    return expected, got
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows_case(), st.data())
+def test_random_row_images_are_written_as_json_as_the_python_forms_write_them(
+    case: tuple[TableMap, RowsEvent], data: st.DataObject
+) -> None:
+    import dataclasses
+
+    table_map, event = case
+    if data.draw(st.booleans()):
+        width = len(table_map.column_types)
+        names = data.draw(st.lists(column_name, min_size=width, max_size=width))
+        table_map = dataclasses.replace(table_map, column_names=tuple(names))
+    expected, got = json_rows_outcome(table_map, event)
+    assert got == expected
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=300, deadline=None)
+@given(decimal_column())
+def test_decimals_are_written_as_json_as_python_writes_their_decimal(
+    column: tuple[int, int, list[Decimal | None]],
+) -> None:
+    from engine.binlog.column_types import decimal_to_bin
+
+    precision, scale, values = column
+    images = [None if v is None else decimal_to_bin(v, precision, scale) for v in values]
+    table_map, event = _decimal_column_event(precision, scale, images)
+    if not values:
+        return  # no rows: nothing to write
+    expected, got = json_rows_outcome(table_map, event)
+    assert got == expected
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+def test_json_rows_writes_strings_integers_and_decimals_itself_and_the_rest_through_python() -> None:
+    from engine.binlog.column_types import decimal_to_bin
+    from engine.listing import lines
+
+    # INT, BIGINT UNSIGNED, VARCHAR (utf8mb4), DECIMAL(20,10), DOUBLE
+    table_map = TableMap(
+        HEADER, 1, 0, "db", "t",
+        (ColumnType.LONG, ColumnType.LONGLONG, ColumnType.VARCHAR, ColumnType.NEWDECIMAL, ColumnType.DOUBLE),
+        (0, 0, 200, 20 << 8 | 10, 8), (True,) * 5,
+        signedness=(False, True, False, False, False), charsets=(None, None, 45, None, None),
+        column_names=("id", "big", "note", "price", "ratio"),
+    )  # fmt: skip
+    text = 'tab\t"quoted" \\ \x01 é😀'.encode()
+    row = (
+        b"\x00"
+        + (-5).to_bytes(4, "little", signed=True)
+        + (2**64 - 1).to_bytes(8, "little")
+        + bytes([len(text)]) + text
+        + decimal_to_bin(Decimal("0.0000000001"), 20, 10)  # E notation in Python's str(): '1E-10'
+        + bytes.fromhex("000000000000f83f")  # 1.5
+    )  # fmt: skip
+    event = RowsEvent(HEADER, RowsKind.WRITE, 2, 1, 0, b"", 5, (True,) * 5, None, row)
+    written = lines.rows_json_of(event, table_map)
+    assert written == (
+        '[{"after": {"id": -5, "big": 18446744073709551615, '
+        '"note": "tab\\t\\"quoted\\" \\\\ \\u0001 é😀", "price": "1E-10", "ratio": 1.5}}]'
+    )
+    assert written == lines.rows_json(RowDecoder(table_map, event, compiled=False).decode(event, table_map))

@@ -11,7 +11,9 @@ give the same values. tests/test_rowimage_compiled.py checks that they do.
 
 Where the caller hands a ColumnBuffer instead of a list (the preparing stage, for integer,
 DECIMAL and UTF-8 or binary string columns), the values go straight into Arrow's layout: no Python
-object per value, and no conversion of a list afterwards.
+object per value, and no conversion of a list afterwards. json_rows writes an event's rows as the
+JSON text `relaydeck events --rows --json` prints, integers, UTF-8 strings and DECIMALs straight
+from their bytes, every other value through its Python form.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -19,7 +21,7 @@ from cpython.datetime cimport date_new, datetime_new, import_datetime, timedelta
 from cpython.float cimport PyFloat_FromDouble
 from cpython.list cimport PyList_Append
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
-from cpython.unicode cimport PyUnicode_Decode, PyUnicode_DecodeASCII
+from cpython.unicode cimport PyUnicode_Decode, PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -152,41 +154,9 @@ cdef bint _decimal_read(
 
 
 cdef object _decimal_object(uint128_t magnitude, bint negative, int scale):
-    """The Decimal values.decode_decimal gives for an unscaled magnitude: every digit of the
-    scale written out ('0.50', '-3.000'), the integral part without leading zeros."""
-    cdef char digits[48]
+    """The Decimal values.decode_decimal gives for an unscaled magnitude (see _decimal_text)."""
     cdef char text[48]
-    cdef int n = 0, k = 0, i
-    cdef uint64_t high = <uint64_t> (magnitude // <uint128_t> _POW10[19])
-    cdef uint64_t low = <uint64_t> (magnitude % <uint128_t> _POW10[19])
-    # the digits, lowest first: the low 19, then the high part's (magnitude < 10**38)
-    if high:
-        for i in range(19):
-            digits[n] = <char> (48 + low % 10)
-            low //= 10
-            n += 1
-        while high:
-            digits[n] = <char> (48 + high % 10)
-            high //= 10
-            n += 1
-    else:
-        while low:
-            digits[n] = <char> (48 + low % 10)
-            low //= 10
-            n += 1
-    while n <= scale:
-        digits[n] = 48
-        n += 1
-    if negative:
-        text[k] = 45  # '-'
-        k += 1
-    for i in range(n - 1, -1, -1):
-        if i == scale - 1:
-            text[k] = 46  # '.'
-            k += 1
-        text[k] = digits[i]
-        k += 1
-    return Decimal(PyUnicode_DecodeASCII(text, k, NULL))
+    return Decimal(PyUnicode_DecodeASCII(text, _decimal_text(magnitude, negative, scale, text), NULL))
 
 
 cdef object _utf8(str value):
@@ -475,6 +445,7 @@ cdef class RowProgram:
     cdef int* args
     cdef list refs
     cdef tuple fallbacks  # (make_date, make_datetime, make_timestamp, epoch, datetime2)
+    cdef unsigned char* utf8  # per column: a string column of UTF-8 text
 
     def __cinit__(
         self, list first_ops, list second_ops, bint two_images, tuple fallbacks
@@ -486,7 +457,8 @@ cdef class RowProgram:
         self.two_images = two_images
         self.ops = <int*> malloc(max(self.ncols, 1) * sizeof(int))
         self.args = <int*> malloc(max(self.ncols, 1) * sizeof(int))
-        if self.ops == NULL or self.args == NULL:
+        self.utf8 = <unsigned char*> malloc(max(self.ncols, 1))
+        if self.ops == NULL or self.args == NULL or self.utf8 == NULL:
             raise MemoryError()
         self.refs = []
         for i in range(self.ncols):
@@ -503,12 +475,14 @@ cdef class RowProgram:
                 raise ValueError(f"no compiled reader for opcode {op} with argument {arg}")
             self.ops[i] = op
             self.args[i] = arg
+            self.utf8[i] = op == OP_STRING and ref == b"utf-8"
             self.refs.append(ref)
         self.fallbacks = fallbacks
 
     def __dealloc__(self):
         free(self.ops)
         free(self.args)
+        free(self.utf8)
 
     def column_buffers(self):
         """For each column of the first image, an empty ColumnBuffer its values can be decoded
@@ -560,11 +534,6 @@ cdef class RowProgram:
         cdef const unsigned char* nulls
         cdef object value, out
         cdef ColumnBuffer column
-        cdef uint64_t u
-        cdef int64_t s
-        cdef float f32
-        cdef double f64
-        cdef long year, month, day, hour, minute, second, micro, frac_bytes
         cdef Py_ssize_t n
         cdef uint128_t magnitude
         cdef bint negative
@@ -582,151 +551,283 @@ cdef class RowProgram:
                 else:
                     PyList_Append(out, None)
                 continue
-            op = self.ops[i]
-            arg = self.args[i]
-            if op == OP_DECIMAL:
-                n = _decimal_size(arg >> 8, arg & 0xFF)
-                # cut short, corrupt or negative zero: the Python reader's value, or its error
-                if (
-                    pos + n <= end
-                    and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
-                    and (magnitude or not negative)
-                ):
-                    pos += n
-                    if column is not None and column.kind == DECIMALS:
+            if column is not None:
+                # straight into Arrow's layout where the buffer takes the value as it is logged
+                op = self.ops[i]
+                arg = self.args[i]
+                if op == OP_DECIMAL and column.kind == DECIMALS:
+                    n = _decimal_size(arg >> 8, arg & 0xFF)
+                    if (
+                        pos + n <= end
+                        and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
+                        and (magnitude or not negative)
+                    ):
                         column.push_decimal(magnitude, negative)
+                        pos += n
                         continue
-                    value = _decimal_object(magnitude, negative, arg & 0xFF)
-                    if column is not None:
-                        column.append(value)
-                    else:
-                        PyList_Append(out, value)
-                    continue
-                op = OP_PYTHON
-            if op == OP_PYTHON:
-                value, pos = self.refs[i](data, pos)
-                if column is not None:
-                    column.append(value)
-                else:
-                    PyList_Append(out, value)
-                continue
-            if op == OP_STRING:
-                if pos + arg > end:
-                    raise ValueError("row image ends inside a length")
-                n = <Py_ssize_t> _le(buf + pos, arg)
-                pos += arg
-                if pos + n > end:
-                    raise ValueError("row image ends inside a string")
-                if column is not None and column.kind != INTEGERS:
+                elif op == OP_STRING and column.kind != INTEGERS:
+                    if pos + arg > end:
+                        raise ValueError("row image ends inside a length")
+                    n = <Py_ssize_t> _le(buf + pos, arg)
+                    pos += arg
+                    if pos + n > end:
+                        raise ValueError("row image ends inside a string")
                     column.push_bytes(<const char*> buf + pos, n)
                     pos += n
                     continue
-                ref = self.refs[i]
-                if ref is None:
-                    value = PyBytes_FromStringAndSize(<const char*> buf + pos, n)
-                else:
-                    value = PyUnicode_Decode(<const char*> buf + pos, n, PyBytes_AS_STRING(ref), "surrogateescape")
-                pos += n
-                if column is not None:
-                    column.append(value)
-                else:
-                    PyList_Append(out, value)
-                continue
-            if op >= OP_BIT:
-                n = _small_size(op, arg)
-                if pos + n > end:
-                    raise ValueError("row image ends inside a value")
-                if op == OP_BIT:
-                    value = PyLong_FromUnsignedLongLong(_be(buf + pos, arg))
-                elif op == OP_ENUM_TEXT:
-                    value = _enum_text(_le(buf + pos, arg), <tuple> self.refs[i])
-                elif op == OP_SET_TEXT:
-                    value = _set_text(_le(buf + pos, arg), <tuple> self.refs[i])
-                else:
-                    value = _time2(buf + pos, arg)
-                pos += n
-                if column is not None:
-                    column.append(value)
-                else:
-                    PyList_Append(out, value)
-                continue
-            if op <= OP_U8 or op == OP_YEAR:
-                n = 1
-            elif op <= OP_U16:
-                n = 2
-            elif op <= OP_U24 or op == OP_DATE:
-                n = 3
-            elif op <= OP_U32 or op == OP_FLOAT:
-                n = 4
-            elif op == OP_DATETIME2:
-                n = 5 + (arg + 1) // 2
-            elif op == OP_TIMESTAMP2:
-                n = 4 + (arg + 1) // 2
-            else:
-                n = 8
-            if pos + n > end:
-                raise ValueError("row image ends inside a value")
-            if op <= OP_I64 and op != OP_U64 or op == OP_YEAR:
-                s = _integer(op, buf + pos)
-                pos += n
-                if column is not None and column.kind == INTEGERS:
-                    column.push_int(s)
+                elif (OP_I8 <= op <= OP_I64 and op != OP_U64 or op == OP_YEAR) and column.kind == INTEGERS:
+                    n = _int_size(op)
+                    if pos + n > end:
+                        raise ValueError("row image ends inside a value")
+                    column.push_int(_integer(op, buf + pos))
+                    pos += n
                     continue
-                value = PyLong_FromLongLong(s)
-            elif op == OP_U64:
-                value = PyLong_FromUnsignedLongLong(_le(buf + pos, 8))
-                pos += n
-            elif op == OP_FLOAT:
-                memcpy(&f32, buf + pos, 4)
-                value = PyFloat_FromDouble(<double> f32)
-                pos += n
-            elif op == OP_DOUBLE:
-                memcpy(&f64, buf + pos, 8)
-                value = PyFloat_FromDouble(f64)
-                pos += n
-            elif op == OP_DATE:
-                u = _le(buf + pos, 3)
-                year, month, day = u >> 9, (u >> 5) & 15, u & 31
-                if _valid_date(year, month, day):
-                    value = date_new(year, month, day)
-                else:
-                    value = self.fallbacks[0](year, month, day)
-                pos += n
-            elif op == OP_DATETIME2:
-                s = <int64_t> _be(buf + pos, 5) - 0x8000000000
-                micro = _fraction(buf + pos + 5, arg)
-                if s < 0:
-                    # no valid date; Python's floor division on negatives names it (C's differs)
-                    value = self.fallbacks[4](s + 0x8000000000, micro)
-                else:
-                    u = <uint64_t> s
-                    year = (u >> 22) // 13
-                    month = (u >> 22) % 13
-                    day = (u >> 17) & 31
-                    hour = (u >> 12) & 31
-                    minute = (u >> 6) & 63
-                    second = u & 63
-                    if (
-                        _valid_date(year, month, day) and micro <= 999999 and hour <= 23
-                        and minute <= 59 and second <= 59
-                    ):
-                        value = datetime_new(year, month, day, hour, minute, second, micro, None)
-                    else:
-                        value = self.fallbacks[1](year, month, day, hour, minute, second, micro)
-                pos += n
-            else:  # OP_TIMESTAMP2
-                u = _be(buf + pos, 4)
-                micro = _fraction(buf + pos + 4, arg)
-                if (u == 0 and micro == 0) or micro > 999999:
-                    value = self.fallbacks[2](u, micro)
-                else:
-                    value = self.fallbacks[3] + timedelta_new(u // 86400, u % 86400, micro)
-                pos += n
+            value = self._value(data, buf, &pos, end, i)
             if column is not None:
                 column.append(value)
             else:
                 PyList_Append(out, value)
         return pos
+
+    def json_rows(
+        self, bytes data, list prefixes, object first_label, object second_label, object value_json
+    ):
+        """The event's rows as `events --rows --json` writes them, straight from the row images:
+        the JSON list [{"before": {...}, "after": {...}}, ...] that lines.rows_json gives for
+        the values decode_into() reads (tests/test_rowimage_compiled.py compares the two).
+
+        prefixes: per present column (first image's, then second's), what precedes its value:
+        its key as a JSON string and ': ', after ', ' for all but an image's first column, as
+        UTF-8 (lone surrogates as surrogatepass writes them). first_label, second_label: what
+        opens each image ('"before": {' ...), None for an image without columns. value_json:
+        render.value_json, for the values written here through their Python form (any but
+        integers, UTF-8 strings and DECIMALs in plain notation). Malformed images raise a
+        ValueError without words, or what a column's Python reader raises (columns.
+        ROW_IMAGE_FAULTS): the caller decodes the Python way, which words it."""
+        if len(prefixes) != self.ncols:
+            raise ValueError("one prefix per present column")
+        cdef const unsigned char* buf = <const unsigned char*> PyBytes_AS_STRING(data)
+        cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
+        cdef Py_ssize_t pos = 0, start
+        cdef long rows = 0
+        cdef _Text text
+        text.data = NULL
+        text.length = 0
+        text.capacity = 0
+        try:
+            _text_add(&text, b"[", 1)
+            while pos < end:
+                start = pos
+                _text_add(&text, b"{" if rows == 0 else b", {", 1 if rows == 0 else 3)
+                if first_label is not None:
+                    _text_bytes(&text, first_label)
+                pos = self._json_image(data, buf, pos, end, 0, self.first, prefixes, first_label is not None, &text, value_json)
+                if first_label is not None:
+                    _text_add(&text, b"}", 1)
+                if self.two_images:
+                    if second_label is not None:
+                        _text_bytes(&text, second_label)
+                    pos = self._json_image(data, buf, pos, end, self.first, self.ncols, prefixes, second_label is not None, &text, value_json)
+                    if second_label is not None:
+                        _text_add(&text, b"}", 1)
+                _text_add(&text, b"}", 1)
+                if pos == start:
+                    raise ValueError("row image holds no columns")
+                rows += 1
+            if pos != end:
+                raise ValueError("row image runs past its event")
+            _text_add(&text, b"]", 1)
+            return PyUnicode_DecodeUTF8(text.data, text.length, "surrogatepass")
+        finally:
+            free(text.data)
+
+    cdef Py_ssize_t _json_image(
+        self, bytes data, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, int lo, int hi,
+        list prefixes, bint shown, _Text* text, object value_json
+    ) except -1:
+        cdef int count = hi - lo
+        cdef int nbytes = (count + 7) // 8
+        cdef int i, k, op, arg
+        cdef const unsigned char* nulls
+        cdef Py_ssize_t n
+        cdef uint128_t magnitude
+        cdef bint negative
+        if pos + nbytes > end:
+            raise ValueError("row image ends inside its NULL bitmap")
+        if count and not shown:
+            raise ValueError("an image with columns must be shown")
+        nulls = buf + pos
+        pos += nbytes
+        for k in range(count):
+            i = lo + k
+            _text_bytes(text, prefixes[i])
+            if nulls[k >> 3] & (1 << (k & 7)):
+                _text_add(text, b"null", 4)
+                continue
+            op = self.ops[i]
+            arg = self.args[i]
+            if OP_I8 <= op <= OP_I64 and op != OP_U64 or op == OP_YEAR:
+                n = _int_size(op)
+                if pos + n > end:
+                    raise ValueError("row image ends inside a value")
+                _text_signed(text, _integer(op, buf + pos))
+                pos += n
+                continue
+            if op == OP_U64:
+                if pos + 8 > end:
+                    raise ValueError("row image ends inside a value")
+                _text_unsigned(text, _le(buf + pos, 8))
+                pos += 8
+                continue
+            if op == OP_STRING and self.utf8[i]:
+                if pos + arg > end:
+                    raise ValueError("row image ends inside a length")
+                n = <Py_ssize_t> _le(buf + pos, arg)
+                if pos + arg + n > end:
+                    raise ValueError("row image ends inside a string")
+                if valid_utf8(buf + pos + arg, n):
+                    _text_json_string(text, buf + pos + arg, n)
+                    pos += arg + n
+                    continue
+            elif op == OP_DECIMAL:
+                n = _decimal_size(arg >> 8, arg & 0xFF)
+                if (
+                    pos + n <= end
+                    and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
+                    and (magnitude or not negative)
+                    and _decimal_plain(magnitude, arg & 0xFF)
+                ):
+                    _text_add(text, b'"', 1)
+                    _text_decimal(text, magnitude, negative, arg & 0xFF)
+                    _text_add(text, b'"', 1)
+                    pos += n
+                    continue
+            _text_str(text, value_json(self._value(data, buf, &pos, end, i)))
+        return pos
+
+    cdef object _value(
+        self, bytes data, const unsigned char* buf, Py_ssize_t* at, Py_ssize_t end, int i
+    ):
+        """The Python value of column i, not NULL, at at[0]; at[0] moves past it."""
+        cdef Py_ssize_t pos = at[0]
+        cdef int op = self.ops[i]
+        cdef int arg = self.args[i]
+        cdef object value
+        cdef uint64_t u
+        cdef int64_t s
+        cdef float f32
+        cdef double f64
+        cdef long year, month, day, hour, minute, second, micro
+        cdef Py_ssize_t n
+        cdef uint128_t magnitude
+        cdef bint negative
+        if op == OP_DECIMAL:
+            n = _decimal_size(arg >> 8, arg & 0xFF)
+            # cut short, corrupt or negative zero: the Python reader's value, or its error
+            if (
+                pos + n <= end
+                and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
+                and (magnitude or not negative)
+            ):
+                at[0] = pos + n
+                return _decimal_object(magnitude, negative, arg & 0xFF)
+            op = OP_PYTHON
+        if op == OP_PYTHON:
+            value, at[0] = self.refs[i](data, pos)
+            return value
+        if op == OP_STRING:
+            if pos + arg > end:
+                raise ValueError("row image ends inside a length")
+            n = <Py_ssize_t> _le(buf + pos, arg)
+            pos += arg
+            if pos + n > end:
+                raise ValueError("row image ends inside a string")
+            at[0] = pos + n
+            ref = self.refs[i]
+            if ref is None:
+                return PyBytes_FromStringAndSize(<const char*> buf + pos, n)
+            return PyUnicode_Decode(<const char*> buf + pos, n, PyBytes_AS_STRING(ref), "surrogateescape")
+        if op >= OP_BIT:
+            n = _small_size(op, arg)
+            if pos + n > end:
+                raise ValueError("row image ends inside a value")
+            at[0] = pos + n
+            if op == OP_BIT:
+                return PyLong_FromUnsignedLongLong(_be(buf + pos, arg))
+            if op == OP_ENUM_TEXT:
+                return _enum_text(_le(buf + pos, arg), <tuple> self.refs[i])
+            if op == OP_SET_TEXT:
+                return _set_text(_le(buf + pos, arg), <tuple> self.refs[i])
+            return _time2(buf + pos, arg)
+        if op <= OP_U64 or op == OP_YEAR:
+            n = _int_size(op)
+        elif op == OP_FLOAT:
+            n = 4
+        elif op == OP_DATE:
+            n = 3
+        elif op == OP_DATETIME2:
+            n = 5 + (arg + 1) // 2
+        elif op == OP_TIMESTAMP2:
+            n = 4 + (arg + 1) // 2
+        else:
+            n = 8
+        if pos + n > end:
+            raise ValueError("row image ends inside a value")
+        at[0] = pos + n
+        if op <= OP_I64 and op != OP_U64 or op == OP_YEAR:
+            return PyLong_FromLongLong(_integer(op, buf + pos))
+        if op == OP_U64:
+            return PyLong_FromUnsignedLongLong(_le(buf + pos, 8))
+        if op == OP_FLOAT:
+            memcpy(&f32, buf + pos, 4)
+            return PyFloat_FromDouble(<double> f32)
+        if op == OP_DOUBLE:
+            memcpy(&f64, buf + pos, 8)
+            return PyFloat_FromDouble(f64)
+        if op == OP_DATE:
+            u = _le(buf + pos, 3)
+            year, month, day = u >> 9, (u >> 5) & 15, u & 31
+            if _valid_date(year, month, day):
+                return date_new(year, month, day)
+            return self.fallbacks[0](year, month, day)
+        if op == OP_DATETIME2:
+            s = <int64_t> _be(buf + pos, 5) - 0x8000000000
+            micro = _fraction(buf + pos + 5, arg)
+            if s < 0:
+                # no valid date; Python's floor division on negatives names it (C's differs)
+                return self.fallbacks[4](s + 0x8000000000, micro)
+            u = <uint64_t> s
+            year = (u >> 22) // 13
+            month = (u >> 22) % 13
+            day = (u >> 17) & 31
+            hour = (u >> 12) & 31
+            minute = (u >> 6) & 63
+            second = u & 63
+            if (
+                _valid_date(year, month, day) and micro <= 999999 and hour <= 23
+                and minute <= 59 and second <= 59
+            ):
+                return datetime_new(year, month, day, hour, minute, second, micro, None)
+            return self.fallbacks[1](year, month, day, hour, minute, second, micro)
+        # OP_TIMESTAMP2
+        u = _be(buf + pos, 4)
+        micro = _fraction(buf + pos + 4, arg)
+        if (u == 0 and micro == 0) or micro > 999999:
+            return self.fallbacks[2](u, micro)
+        return self.fallbacks[3] + timedelta_new(u // 86400, u % 86400, micro)
+
+
+cdef inline int _int_size(int op) noexcept:
+    """Bytes of an integer column's value (every integer opcode, and YEAR)."""
+    if op <= OP_U8 or op == OP_YEAR:
+        return 1
+    if op <= OP_U16:
+        return 2
+    if op <= OP_U24:
+        return 3
+    if op <= OP_U32:
+        return 4
+    return 8
 
 
 cdef inline int64_t _integer(int op, const unsigned char* p) noexcept:
@@ -831,3 +932,157 @@ cdef inline long _fraction(const unsigned char* p, int fsp):
     if n == 2:
         return <long> _be(p, 2) * 100
     return <long> _be(p, 3)
+
+
+# -- the rows as JSON text (RowProgram.json_rows) --------------------------------------------------
+
+
+cdef struct _Text:
+    char* data
+    Py_ssize_t length
+    Py_ssize_t capacity
+
+
+cdef int _text_add(_Text* text, const char* p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t size
+    cdef void* grown
+    if text.length + n > text.capacity:
+        size = max(256, text.capacity * 2, text.length + n)
+        grown = realloc(text.data, size)
+        if grown == NULL:
+            raise MemoryError()
+        text.data = <char*> grown
+        text.capacity = size
+    memcpy(text.data + text.length, p, n)
+    text.length += n
+    return 0
+
+
+cdef int _text_bytes(_Text* text, bytes value) except -1:
+    return _text_add(text, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+
+
+cdef int _text_str(_Text* text, str value) except -1:
+    # lone surrogates (bytes of a string that were not UTF-8) go through as surrogatepass writes
+    # them, and json_rows decodes them back the same way
+    return _text_bytes(text, value.encode("utf-8", "surrogatepass"))
+
+
+cdef int _text_unsigned(_Text* text, uint64_t value) except -1:
+    cdef char digits[24]
+    cdef int n = 24
+    while True:
+        n -= 1
+        digits[n] = <char> (48 + value % 10)
+        value //= 10
+        if value == 0:
+            break
+    return _text_add(text, digits + n, 24 - n)
+
+
+cdef int _text_signed(_Text* text, int64_t value) except -1:
+    if value < 0:
+        _text_add(text, b"-", 1)
+        return _text_unsigned(text, <uint64_t> 0 - <uint64_t> value)
+    return _text_unsigned(text, <uint64_t> value)
+
+
+cdef const char* _HEX = b"0123456789abcdef"
+
+
+cdef int _text_json_string(_Text* text, const unsigned char* p, Py_ssize_t n) except -1:
+    """Valid UTF-8 as json.dumps(ensure_ascii=False) writes the string: between quotes, with
+    the quote, the backslash and the C0 controls escaped (newline, carriage return, tab,
+    backspace and form feed by their letters, the others as u00XX)."""
+    cdef Py_ssize_t i, run = 0
+    cdef unsigned char c
+    cdef char escape[6]
+    _text_add(text, b'"', 1)
+    for i in range(n):
+        c = p[i]
+        if c >= 0x20 and c != 0x22 and c != 0x5C:
+            continue
+        _text_add(text, <const char*> p + run, i - run)
+        run = i + 1
+        escape[0] = 92  # '\'
+        if c == 0x22 or c == 0x5C:
+            escape[1] = c
+            _text_add(text, escape, 2)
+            continue
+        if c == 10:
+            escape[1] = 110  # n
+        elif c == 13:
+            escape[1] = 114  # r
+        elif c == 9:
+            escape[1] = 116  # t
+        elif c == 8:
+            escape[1] = 98  # b
+        elif c == 12:
+            escape[1] = 102  # f
+        else:
+            escape[1] = 117  # u
+            escape[2] = 48
+            escape[3] = 48
+            escape[4] = _HEX[c >> 4]
+            escape[5] = _HEX[c & 15]
+            _text_add(text, escape, 6)
+            continue
+        _text_add(text, escape, 2)
+    _text_add(text, <const char*> p + run, n - run)
+    return _text_add(text, b'"', 1)
+
+
+cdef inline int _digit_count(uint128_t magnitude) noexcept:
+    cdef int n = 1
+    while magnitude >= 10:
+        magnitude //= 10
+        n += 1
+    return n
+
+
+cdef inline bint _decimal_plain(uint128_t magnitude, int scale) noexcept:
+    """Whether str() of the Decimal _decimal_object builds is its digits as they are ('0.50'):
+    Python writes one whose adjusted exponent is below -6 in E notation ('1E-7')."""
+    return _digit_count(magnitude) - 1 - scale >= -6
+
+
+cdef int _decimal_text(uint128_t magnitude, bint negative, int scale, char* text) noexcept:
+    """The text of a DECIMAL's unscaled magnitude: every digit of the scale written out ('0.50',
+    '-3.000'), the integral part without leading zeros. Its length (at most 41)."""
+    cdef char digits[48]
+    cdef int n = 0, k = 0, i
+    cdef uint64_t high = <uint64_t> (magnitude // <uint128_t> _POW10[19])
+    cdef uint64_t low = <uint64_t> (magnitude % <uint128_t> _POW10[19])
+    # the digits, lowest first: the low 19, then the high part's (magnitude < 10**38)
+    if high:
+        for i in range(19):
+            digits[n] = <char> (48 + low % 10)
+            low //= 10
+            n += 1
+        while high:
+            digits[n] = <char> (48 + high % 10)
+            high //= 10
+            n += 1
+    else:
+        while low:
+            digits[n] = <char> (48 + low % 10)
+            low //= 10
+            n += 1
+    while n <= scale:
+        digits[n] = 48
+        n += 1
+    if negative:
+        text[k] = 45  # '-'
+        k += 1
+    for i in range(n - 1, -1, -1):
+        if i == scale - 1:
+            text[k] = 46  # '.'
+            k += 1
+        text[k] = digits[i]
+        k += 1
+    return k
+
+
+cdef int _text_decimal(_Text* text, uint128_t magnitude, bint negative, int scale) except -1:
+    cdef char digits[48]
+    return _text_add(text, digits, _decimal_text(magnitude, negative, scale, digits))

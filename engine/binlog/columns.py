@@ -515,6 +515,11 @@ class RowImages:
         return pa.Table.from_arrays(arrays, names=names)
 
 
+# What decoding a malformed row image may raise (a column's reader indexing past the bytes, a
+# struct too short...): decode_data_into words any of them as one ValueError
+ROW_IMAGE_FAULTS = (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError)
+
+
 class RowDecoder:
     """A compiled decoder for one (table map, event kind, present-column bitmaps).
 
@@ -577,6 +582,12 @@ class RowDecoder:
             )
 
     @property
+    def present(self) -> tuple[list[int], list[int]]:
+        """The indexes of the columns the event's first image holds, and its second's (an
+        UPDATE's after image; none for the other kinds)."""
+        return self._first, self._second
+
+    @property
     def compiled_program(self) -> Any:
         """The compiled form decode_data_into() runs (binlog/_rowimage.pyx's RowProgram), None
         where it is not built: its decode_into(data, outs) gives (end, rows), unworded errors."""
@@ -604,7 +615,7 @@ class RowDecoder:
                 end, count = self._program.decode_into(data, outs)
             else:
                 end, count = self._decode(data, 0, len(data), *[out.append for out in outs])
-        except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
+        except ROW_IMAGE_FAULTS as exc:
             raise ValueError(
                 f"row image of {_where(table_map)} is malformed: {failure_text(exc, len(data))}"
             ) from None
@@ -766,6 +777,7 @@ def row_decoder(event: RowsEvent, table_map: TableMap) -> RowDecoder:
 
 
 __all__ = [
+    "ROW_IMAGE_FAULTS",
     "ColumnInfo",
     "InvalidTemporal",
     "RowDecoder",

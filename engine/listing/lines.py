@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..binlog.columns import decode_rows_event
-from ..binlog.constants import EVENT_TYPE_NAMES
+from ..binlog.columns import ROW_IMAGE_FAULTS, RowDecoder, decode_rows_event, row_decoder
+from ..binlog.constants import EVENT_TYPE_NAMES, RowsKind
 from ..binlog.events import RowsEvent, TableMap
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
-from ..render import json_value, json_visible, row_lines_fast, rows_json_fast, visible
+from ..render import json_value, json_visible, row_lines_fast, rows_json_fast, value_json, visible
 from ..transactions import row_kind_name
 from .show import EVENT_COLUMNS, event_row_maker
 
@@ -83,6 +83,7 @@ def format_events(
         if kind is TableMap:
             table_maps[event.table_id] = event  # type: ignore[attr-defined]
         images = None
+        rows_text = None
         rows_error = None
         if rows and kind is RowsEvent:
             table_map = table_maps.get(event.table_id)  # type: ignore[attr-defined]
@@ -95,7 +96,10 @@ def format_events(
                 rows_error = f"no table map for table_id {table_id} before this event"
             else:
                 try:
-                    images = decode_rows_event(event, table_map)  # type: ignore[arg-type]
+                    if as_json:
+                        rows_text = rows_json_of(event, table_map)  # type: ignore[arg-type]
+                    else:
+                        images = decode_rows_event(event, table_map)  # type: ignore[arg-type]
                 except ValueError as exc:
                     raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
         name, pos, type_name, server_id, end_log_pos, info = event_row(logged)
@@ -112,10 +116,10 @@ def format_events(
                 f'"server_id": {server_id}, "end_log_pos": {end_log_pos}, "info": {_json_string(info)}'
             )
             if rows and kind is RowsEvent:
-                if images is not None:
+                if rows_text is not None:
                     # the rows apart: the longest part of the line, not copied into it
                     write(json_visible(line + ', "rows": '))
-                    write(json_visible(rows_json(images)))
+                    write(json_visible(rows_text))
                     write("}\n")
                     continue
                 line += ', "rows": null'
@@ -174,6 +178,58 @@ def rows_json(images) -> str:  # type: ignore[no-untyped-def]
 # id(columns) -> (columns, their names as JSON strings or None when a name repeats): the decoder
 # shares one columns tuple per table structure (binlog/columns.py)
 _column_keys: dict[int, tuple[Any, list[str] | None]] = {}
+
+
+def rows_json_of(event: RowsEvent, table_map: TableMap) -> str:
+    """rows_json() of the event's decoded rows; where its decoder is compiled, written in C
+    straight from the row images (RowProgram.json_rows), without a Python object per integer,
+    UTF-8 string or DECIMAL. ValueError, worded, for malformed row images."""
+    decoder = row_decoder(event, table_map)
+    program = decoder.compiled_program
+    if program is not None:
+        layout = _json_layout(decoder)
+        if layout is not None:
+            try:
+                return program.json_rows(event.rows_data, *layout, value_json)
+            except ROW_IMAGE_FAULTS:
+                pass  # decoded below, which words the fault
+    return rows_json(decoder.decode(event, table_map))
+
+
+# A decoder's JSON layout: (what precedes each present column's value, the labels of its two
+# images), encoded once; None where a column name repeats (rows_json then leaves the rows to
+# json.dumps, which keeps one of them)
+_JsonLayout = tuple[list[bytes], bytes | None, bytes | None]
+# id(decoder) -> (decoder, its layout): decoders are cached (binlog/columns.py), so few
+_json_layouts: dict[int, tuple[RowDecoder, _JsonLayout | None]] = {}
+
+
+def _json_layout(decoder: RowDecoder) -> _JsonLayout | None:
+    known = _json_layouts.get(id(decoder))
+    if known is not None and known[0] is decoder:
+        return known[1]
+    names = [c.name for c in decoder.columns]
+    layout: _JsonLayout | None = None
+    if len(set(names)) == len(names):
+        first, second = decoder.present
+        # a WRITE's one image is its after image, a DELETE's its before image
+        images = (("after" if decoder.kind is RowsKind.WRITE else "before", first), ("after", second))
+        prefixes: list[bytes] = []
+        labels: list[bytes | None] = []
+        for label, indexes in images:
+            if not indexes:
+                labels.append(None)
+                continue
+            opening = f'"{label}": {{' if all(shown is None for shown in labels) else f', "{label}": {{'
+            labels.append(opening.encode())
+            for position, index in enumerate(indexes):
+                key = _json_string(names[index]) + ": "
+                prefixes.append((", " + key if position else key).encode("utf-8", "surrogatepass"))
+        layout = (prefixes, labels[0], labels[1])
+    if len(_json_layouts) >= 4096:
+        _json_layouts.clear()
+    _json_layouts[id(decoder)] = (decoder, layout)
+    return layout
 
 
 # (before, after): an image by column name, or None where the event has no such image
