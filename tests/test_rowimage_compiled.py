@@ -677,7 +677,7 @@ def json_rows_outcome(table_map: TableMap, event: RowsEvent) -> tuple[object, ob
     except ValueError:
         expected = ValueError
     decoder = RowDecoder(table_map, event, compiled=True)
-    layout = lines._json_layout(decoder)
+    layout = lines._layouts(decoder)[1]
     if layout is None:  # a name given twice: json.dumps keeps one, rows_json_of leaves it to it
         assert len({c.name for c in decoder.columns}) < len(decoder.columns)
         return expected, expected
@@ -705,10 +705,51 @@ def test_random_row_images_are_written_as_json_as_the_python_forms_write_them(
     assert got == expected
 
 
+def text_rows_outcome(table_map: TableMap, event: RowsEvent) -> tuple[object, object]:
+    """(the rows as the Python forms write them, as text_rows writes them), as json_rows_outcome."""
+    from engine.listing import lines
+    from engine.render import quoted
+
+    try:
+        expected: object = lines.row_lines(
+            RowDecoder(table_map, event, compiled=False).decode(event, table_map)
+        )
+    except ValueError:
+        expected = ValueError
+    decoder = RowDecoder(table_map, event, compiled=True)
+    head = lines._row_head(decoder.kind, table_map).encode("utf-8", "surrogatepass")
+    try:
+        got: object = decoder.compiled_program.text_rows(
+            event.rows_data, head, *lines._layouts(decoder)[2], quoted
+        )
+    except columns.ROW_IMAGE_FAULTS:
+        got = ValueError
+    return expected, got
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows_case(), st.data())
+def test_random_row_images_are_written_as_text_lines_as_the_python_forms_write_them(
+    case: tuple[TableMap, RowsEvent], data: st.DataObject
+) -> None:
+    import dataclasses
+
+    table_map, event = case
+    if data.draw(st.booleans()):
+        width = len(table_map.column_types)
+        names = data.draw(st.lists(column_name, min_size=width, max_size=width))
+        table_map = dataclasses.replace(
+            table_map, column_names=tuple(names), schema=data.draw(column_name), table=data.draw(column_name)
+        )
+    expected, got = text_rows_outcome(table_map, event)
+    assert got == expected
+
+
 @pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
 @settings(max_examples=300, deadline=None)
 @given(decimal_column())
-def test_decimals_are_written_as_json_as_python_writes_their_decimal(
+def test_decimals_are_written_as_python_writes_their_decimal(
     column: tuple[int, int, list[Decimal | None]],
 ) -> None:
     from engine.binlog.column_types import decimal_to_bin
@@ -718,12 +759,13 @@ def test_decimals_are_written_as_json_as_python_writes_their_decimal(
     table_map, event = _decimal_column_event(precision, scale, images)
     if not values:
         return  # no rows: nothing to write
-    expected, got = json_rows_outcome(table_map, event)
-    assert got == expected
+    for outcome_of in (json_rows_outcome, text_rows_outcome):
+        expected, got = outcome_of(table_map, event)
+        assert got == expected
 
 
 @pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
-def test_json_rows_writes_strings_integers_and_decimals_itself_and_the_rest_through_python() -> None:
+def test_rows_are_written_from_strings_integers_and_decimals_in_c_and_the_rest_through_python() -> None:
     from engine.binlog.column_types import decimal_to_bin
     from engine.listing import lines
 
@@ -750,4 +792,11 @@ def test_json_rows_writes_strings_integers_and_decimals_itself_and_the_rest_thro
         '[{"after": {"id": -5, "big": 18446744073709551615, '
         '"note": "tab\\t\\"quoted\\" \\\\ \\u0001 é😀", "price": "1E-10", "ratio": 1.5}}]'
     )
-    assert written == lines.rows_json(RowDecoder(table_map, event, compiled=False).decode(event, table_map))
+    python = RowDecoder(table_map, event, compiled=False).decode(event, table_map)
+    assert written == lines.rows_json(python)
+    line = lines.rows_lines_of(event, table_map)
+    assert line == (
+        "### INSERT `db`.`t` (id=-5, big=18446744073709551615, "
+        "note='tab\\x09\"quoted\" \\\\ \\x01 é😀', price=1E-10, ratio=1.5)\n"
+    )
+    assert line == lines.row_lines(python)

@@ -11,9 +11,9 @@ give the same values. tests/test_rowimage_compiled.py checks that they do.
 
 Where the caller hands a ColumnBuffer instead of a list (the preparing stage, for integer,
 DECIMAL and UTF-8 or binary string columns), the values go straight into Arrow's layout: no Python
-object per value, and no conversion of a list afterwards. json_rows writes an event's rows as the
-JSON text `relaydeck events --rows --json` prints, integers, UTF-8 strings and DECIMALs straight
-from their bytes, every other value through its Python form.
+object per value, and no conversion of a list afterwards. json_rows and text_rows write an event's
+rows as `relaydeck events --rows` prints them (JSON, or SQL literals), integers, strings and
+DECIMALs straight from their bytes, every other value through its Python form.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -604,46 +604,75 @@ cdef class RowProgram:
         integers, UTF-8 strings and DECIMALs in plain notation). Malformed images raise a
         ValueError without words, or what a column's Python reader raises (columns.
         ROW_IMAGE_FAULTS): the caller decodes the Python way, which words it."""
+        return self._rows(data, _JSON, None, prefixes, first_label, second_label, value_json)
+
+    def text_rows(
+        self, bytes data, bytes head, list prefixes, object first_label, object second_label, object quoted
+    ):
+        """The event's rows as `events --rows` writes them: one line per row, `head` and then each
+        image as (name=value, ...), the text render.row_lines gives for the values decode_into()
+        reads. prefixes: per present column, its name as shown and '=', after ', ' for all but
+        an image's first column; first_label, second_label: '(' or ' -> (', None for an image
+        without columns; quoted: render.quoted, for the values written through their Python
+        form (any but integers, ASCII strings of UTF-8 columns and DECIMALs in plain notation).
+        Faults as json_rows."""
+        return self._rows(data, _SQL, head, prefixes, first_label, second_label, quoted)
+
+    cdef str _rows(
+        self, bytes data, int style, bytes head, list prefixes, object first_label,
+        object second_label, object fallback
+    ):
         if len(prefixes) != self.ncols:
             raise ValueError("one prefix per present column")
         cdef const unsigned char* buf = <const unsigned char*> PyBytes_AS_STRING(data)
         cdef Py_ssize_t end = PyBytes_GET_SIZE(data)
         cdef Py_ssize_t pos = 0, start
         cdef long rows = 0
+        cdef const char* image_close = b"}" if style == _JSON else b")"
         cdef _Text text
         text.data = NULL
         text.length = 0
         text.capacity = 0
         try:
-            _text_add(&text, b"[", 1)
+            if style == _JSON:
+                _text_add(&text, b"[", 1)
             while pos < end:
                 start = pos
-                _text_add(&text, b"{" if rows == 0 else b", {", 1 if rows == 0 else 3)
+                if style == _JSON:
+                    _text_add(&text, b"{" if rows == 0 else b", {", 1 if rows == 0 else 3)
+                else:
+                    _text_bytes(&text, head)
                 if first_label is not None:
                     _text_bytes(&text, first_label)
-                pos = self._json_image(data, buf, pos, end, 0, self.first, prefixes, first_label is not None, &text, value_json)
+                pos = self._image_text(
+                    data, buf, pos, end, 0, self.first, style, prefixes, first_label is not None, &text, fallback
+                )
                 if first_label is not None:
-                    _text_add(&text, b"}", 1)
+                    _text_add(&text, image_close, 1)
                 if self.two_images:
                     if second_label is not None:
                         _text_bytes(&text, second_label)
-                    pos = self._json_image(data, buf, pos, end, self.first, self.ncols, prefixes, second_label is not None, &text, value_json)
+                    pos = self._image_text(
+                        data, buf, pos, end, self.first, self.ncols, style, prefixes,
+                        second_label is not None, &text, fallback,
+                    )
                     if second_label is not None:
-                        _text_add(&text, b"}", 1)
-                _text_add(&text, b"}", 1)
+                        _text_add(&text, image_close, 1)
+                _text_add(&text, b"}" if style == _JSON else b"\n", 1)
                 if pos == start:
                     raise ValueError("row image holds no columns")
                 rows += 1
             if pos != end:
                 raise ValueError("row image runs past its event")
-            _text_add(&text, b"]", 1)
+            if style == _JSON:
+                _text_add(&text, b"]", 1)
             return PyUnicode_DecodeUTF8(text.data, text.length, "surrogatepass")
         finally:
             free(text.data)
 
-    cdef Py_ssize_t _json_image(
+    cdef Py_ssize_t _image_text(
         self, bytes data, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, int lo, int hi,
-        list prefixes, bint shown, _Text* text, object value_json
+        int style, list prefixes, bint shown, _Text* text, object fallback
     ) except -1:
         cdef int count = hi - lo
         cdef int nbytes = (count + 7) // 8
@@ -662,7 +691,10 @@ cdef class RowProgram:
             i = lo + k
             _text_bytes(text, prefixes[i])
             if nulls[k >> 3] & (1 << (k & 7)):
-                _text_add(text, b"null", 4)
+                if style == _JSON:
+                    _text_add(text, b"null", 4)
+                else:
+                    _text_add(text, b"NULL", 4)
                 continue
             op = self.ops[i]
             arg = self.args[i]
@@ -685,8 +717,12 @@ cdef class RowProgram:
                 n = <Py_ssize_t> _le(buf + pos, arg)
                 if pos + arg + n > end:
                     raise ValueError("row image ends inside a string")
-                if valid_utf8(buf + pos + arg, n):
+                if style == _JSON and valid_utf8(buf + pos + arg, n):
                     _text_json_string(text, buf + pos + arg, n)
+                    pos += arg + n
+                    continue
+                if style == _SQL and _ascii(buf + pos + arg, n):
+                    _text_sql_string(text, buf + pos + arg, n)
                     pos += arg + n
                     continue
             elif op == OP_DECIMAL:
@@ -697,12 +733,14 @@ cdef class RowProgram:
                     and (magnitude or not negative)
                     and _decimal_plain(magnitude, arg & 0xFF)
                 ):
-                    _text_add(text, b'"', 1)
+                    if style == _JSON:
+                        _text_add(text, b'"', 1)
                     _text_decimal(text, magnitude, negative, arg & 0xFF)
-                    _text_add(text, b'"', 1)
+                    if style == _JSON:
+                        _text_add(text, b'"', 1)
                     pos += n
                     continue
-            _text_str(text, value_json(self._value(data, buf, &pos, end, i)))
+            _text_str(text, fallback(self._value(data, buf, &pos, end, i)))
         return pos
 
     cdef object _value(
@@ -937,6 +975,12 @@ cdef inline long _fraction(const unsigned char* p, int fsp):
 # -- the rows as JSON text (RowProgram.json_rows) --------------------------------------------------
 
 
+# The two forms of rows RowProgram writes as text
+cdef enum:
+    _JSON = 1  # events --rows --json
+    _SQL = 2  # events --rows: values as SQL literals
+
+
 cdef struct _Text:
     char* data
     Py_ssize_t length
@@ -1030,6 +1074,40 @@ cdef int _text_json_string(_Text* text, const unsigned char* p, Py_ssize_t n) ex
         _text_add(text, escape, 2)
     _text_add(text, <const char*> p + run, n - run)
     return _text_add(text, b'"', 1)
+
+
+cdef inline bint _ascii(const unsigned char* p, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] >= 0x80:
+            return False
+    return True
+
+
+cdef int _text_sql_string(_Text* text, const unsigned char* p, Py_ssize_t n) except -1:
+    """ASCII as render.quoted writes the string: between single quotes, the quote and the
+    backslash escaped with a backslash, the controls a terminal acts on as xNN escapes."""
+    cdef Py_ssize_t i, run = 0
+    cdef unsigned char c
+    cdef char escape[4]
+    _text_add(text, b"'", 1)
+    for i in range(n):
+        c = p[i]
+        if c >= 0x20 and c != 0x27 and c != 0x5C and c != 0x7F:
+            continue
+        _text_add(text, <const char*> p + run, i - run)
+        run = i + 1
+        escape[0] = 92  # '\'
+        if c == 0x27 or c == 0x5C:
+            escape[1] = c
+            _text_add(text, escape, 2)
+        else:
+            escape[1] = 120  # x
+            escape[2] = _HEX[c >> 4]
+            escape[3] = _HEX[c & 15]
+            _text_add(text, escape, 4)
+    _text_add(text, <const char*> p + run, n - run)
+    return _text_add(text, b"'", 1)
 
 
 cdef inline int _digit_count(uint128_t magnitude) noexcept:

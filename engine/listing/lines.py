@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..binlog.columns import ROW_IMAGE_FAULTS, RowDecoder, decode_rows_event, row_decoder
+from ..binlog.columns import ROW_IMAGE_FAULTS, RowDecoder, row_decoder
 from ..binlog.constants import EVENT_TYPE_NAMES, RowsKind
 from ..binlog.events import RowsEvent, TableMap
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
-from ..render import json_value, json_visible, row_lines_fast, rows_json_fast, value_json, visible
+from ..render import json_value, json_visible, quoted, row_lines_fast, rows_json_fast, value_json, visible
 from ..transactions import row_kind_name
 from .show import EVENT_COLUMNS, event_row_maker
 
@@ -82,7 +82,6 @@ def format_events(
         kind = type(event)
         if kind is TableMap:
             table_maps[event.table_id] = event  # type: ignore[attr-defined]
-        images = None
         rows_text = None
         rows_error = None
         if rows and kind is RowsEvent:
@@ -99,7 +98,7 @@ def format_events(
                     if as_json:
                         rows_text = rows_json_of(event, table_map)  # type: ignore[arg-type]
                     else:
-                        images = decode_rows_event(event, table_map)  # type: ignore[arg-type]
+                        rows_text = rows_lines_of(event, table_map)  # type: ignore[arg-type]
                 except ValueError as exc:
                     raise BinlogError(logged.log_name, logged.pos, str(exc)) from None
         name, pos, type_name, server_id, end_log_pos, info = event_row(logged)
@@ -131,8 +130,8 @@ def format_events(
             if not info.isprintable():
                 info = visible(info)
             write(f"{shown_log_name}\t{pos}\t{type_name}\t{server_id}\t{end_log_pos}\t{info}\n")
-            if images is not None:
-                write(row_lines(images))
+            if rows_text is not None:
+                write(rows_text)
             elif rows_error:
                 write(f"### ({rows_error})\n")
 
@@ -140,10 +139,13 @@ def format_events(
 _JSON_TYPE_NAMES = {name: _json_string(name) for name in EVENT_TYPE_NAMES.values()}
 
 
+def _row_head(kind: RowsKind, table_map: TableMap) -> str:
+    return f"### {row_kind_name(kind)} `{visible(table_map.schema)}`.`{visible(table_map.table)}` "
+
+
 def row_lines(images) -> str:  # type: ignore[no-untyped-def]
     """A rows event's rows as mysqlbinlog -v shows them, one line per row."""
-    table_map = images.table_map
-    head = f"### {row_kind_name(images.kind)} `{visible(table_map.schema)}`.`{visible(table_map.table)}` "
+    head = _row_head(images.kind, images.table_map)
     columns = images.columns
     if not all(c.name.isprintable() for c in columns):
         columns = [_ShownColumn(visible(c.name)) for c in columns]
@@ -187,7 +189,7 @@ def rows_json_of(event: RowsEvent, table_map: TableMap) -> str:
     decoder = row_decoder(event, table_map)
     program = decoder.compiled_program
     if program is not None:
-        layout = _json_layout(decoder)
+        layout = _layouts(decoder)[1]
         if layout is not None:
             try:
                 return program.json_rows(event.rows_data, *layout, value_json)
@@ -196,40 +198,72 @@ def rows_json_of(event: RowsEvent, table_map: TableMap) -> str:
     return rows_json(decoder.decode(event, table_map))
 
 
-# A decoder's JSON layout: (what precedes each present column's value, the labels of its two
-# images), encoded once; None where a column name repeats (rows_json then leaves the rows to
-# json.dumps, which keeps one of them)
-_JsonLayout = tuple[list[bytes], bytes | None, bytes | None]
-# id(decoder) -> (decoder, its layout): decoders are cached (binlog/columns.py), so few
-_json_layouts: dict[int, tuple[RowDecoder, _JsonLayout | None]] = {}
+def rows_lines_of(event: RowsEvent, table_map: TableMap) -> str:
+    """row_lines() of the event's decoded rows; where its decoder is compiled, written in C
+    straight from the row images (RowProgram.text_rows). ValueError, worded, for malformed row
+    images."""
+    decoder = row_decoder(event, table_map)
+    program = decoder.compiled_program
+    if program is not None:
+        head = _row_head(decoder.kind, table_map).encode("utf-8", "surrogatepass")
+        try:
+            return program.text_rows(event.rows_data, head, *_layouts(decoder)[2], quoted)
+        except ROW_IMAGE_FAULTS:
+            pass  # decoded below, which words the fault
+    return row_lines(decoder.decode(event, table_map))
 
 
-def _json_layout(decoder: RowDecoder) -> _JsonLayout | None:
-    known = _json_layouts.get(id(decoder))
+# A decoder's layout of its rows as text: (what precedes each present column's value, what opens
+# each of its two images, None for an image without columns), encoded once
+_Layout = tuple[list[bytes], bytes | None, bytes | None]
+# id(decoder) -> (decoder, its JSON layout, its text layout); the JSON one None where a column
+# name repeats (rows_json then leaves the rows to json.dumps, which keeps one of them). Decoders
+# are cached (binlog/columns.py), so these are few.
+_known_layouts: dict[int, tuple[RowDecoder, _Layout | None, _Layout]] = {}
+
+
+def _layouts(decoder: RowDecoder) -> tuple[RowDecoder, _Layout | None, _Layout]:
+    known = _known_layouts.get(id(decoder))
     if known is not None and known[0] is decoder:
-        return known[1]
+        return known
     names = [c.name for c in decoder.columns]
-    layout: _JsonLayout | None = None
+    first, second = decoder.present
+    # a WRITE's one image is its after image, a DELETE's its before image
+    images = (("after" if decoder.kind is RowsKind.WRITE else "before", first), ("after", second))
+    json_layout: _Layout | None = None
     if len(set(names)) == len(names):
-        first, second = decoder.present
-        # a WRITE's one image is its after image, a DELETE's its before image
-        images = (("after" if decoder.kind is RowsKind.WRITE else "before", first), ("after", second))
-        prefixes: list[bytes] = []
-        labels: list[bytes | None] = []
-        for label, indexes in images:
-            if not indexes:
-                labels.append(None)
-                continue
-            opening = f'"{label}": {{' if all(shown is None for shown in labels) else f', "{label}": {{'
-            labels.append(opening.encode())
-            for position, index in enumerate(indexes):
-                key = _json_string(names[index]) + ": "
-                prefixes.append((", " + key if position else key).encode("utf-8", "surrogatepass"))
-        layout = (prefixes, labels[0], labels[1])
-    if len(_json_layouts) >= 4096:
-        _json_layouts.clear()
-    _json_layouts[id(decoder)] = (decoder, layout)
-    return layout
+        json_layout = _layout(
+            images,
+            [_json_string(name) + ": " for name in names],
+            lambda label, opens_row: f'"{label}": {{' if opens_row else f', "{label}": {{',
+        )
+    text_layout = _layout(
+        images,
+        [visible(name) + "=" for name in names],
+        lambda label, opens_row: "(" if opens_row else " -> (",
+    )
+    known = (decoder, json_layout, text_layout)
+    if len(_known_layouts) >= 4096:
+        _known_layouts.clear()
+    _known_layouts[id(decoder)] = known
+    return known
+
+
+def _layout(
+    images: tuple[tuple[str, list[int]], ...], keys: list[str], opening: Callable[[str, bool], str]
+) -> _Layout:
+    prefixes: list[bytes] = []
+    labels: list[bytes | None] = []
+    for label, indexes in images:
+        if not indexes:
+            labels.append(None)
+            continue
+        labels.append(opening(label, all(shown is None for shown in labels)).encode("utf-8", "surrogatepass"))
+        for position, index in enumerate(indexes):
+            prefixes.append(
+                (", " + keys[index] if position else keys[index]).encode("utf-8", "surrogatepass")
+            )
+    return (prefixes, labels[0], labels[1])
 
 
 # (before, after): an image by column name, or None where the event has no such image
