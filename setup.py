@@ -36,7 +36,6 @@ else:
             Extension("engine.binlog._rowimage", ["engine/binlog/_rowimage.pyx"], optional=True),
             Extension("engine.binlog._decoders", ["engine/binlog/_decoders.pyx"], optional=True),
             Extension("engine.binlog._jsontext", ["engine/binlog/_jsontext.pyx"], optional=True),
-            Extension("engine._rowtext", ["engine/_rowtext.pyx"], optional=True),
             Extension(
                 "engine.binlog._framing",
                 ["engine/binlog/_framing.pyx"],

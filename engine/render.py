@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from .binlog.compiled import load
 from .binlog.json_binary import json_text
 
 # Categories a terminal does not show as themselves: controls (ESC starts escape sequences, C1's
@@ -230,9 +229,3 @@ def rows_json_text(
         )
         + "]"
     )
-
-
-_rowtext = load("_rowtext", __package__)
-# the C forms where they are built (same text: tests/test_rowtext_compiled.py), else the ones above
-row_lines_fast = _rowtext.configure(quoted) if _rowtext is not None else row_lines
-rows_json_fast = _rowtext.configure_json(value_json) if _rowtext is not None else rows_json_text

@@ -17,7 +17,8 @@ from ..binlog.constants import EVENT_TYPE_NAMES, RowsKind
 from ..binlog.events import RowsEvent, TableMap
 from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
-from ..render import json_value, json_visible, quoted, row_lines_fast, rows_json_fast, value_json, visible
+from ..render import json_value, json_visible, quoted, rows_json_text, value_json, visible
+from ..render import row_lines as render_row_lines
 from ..transactions import row_kind_name
 from .show import EVENT_COLUMNS, event_row_maker
 
@@ -150,7 +151,7 @@ def row_lines(images) -> str:  # type: ignore[no-untyped-def]
     if not all(c.name.isprintable() for c in columns):
         columns = [_ShownColumn(visible(c.name)) for c in columns]
     # straight from the column lists: RowImages.rows() would build two dicts per row
-    return row_lines_fast(head, columns, (images.before, images.after), images.count)
+    return render_row_lines(head, columns, (images.before, images.after), images.count)
 
 
 class _ShownColumn(NamedTuple):
@@ -174,7 +175,7 @@ def rows_json(images) -> str:  # type: ignore[no-untyped-def]
         _column_keys[id(columns)] = keys
     if keys[1] is None:
         return json.dumps(rows_json_values(images), ensure_ascii=False)
-    return rows_json_fast(keys[1], images.before, images.after, images.count)
+    return rows_json_text(keys[1], images.before, images.after, images.count)
 
 
 # id(columns) -> (columns, their names as JSON strings or None when a name repeats): the decoder

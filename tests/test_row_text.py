@@ -1,4 +1,5 @@
-"""The compiled row-line formatter of `relaydeck events --rows` against render.row_lines."""
+"""How `relaydeck events --rows` writes rows from decoded values (render.row_lines and
+render.rows_json_text: the forms the compiled writers of binlog/_rowimage.pyx are held to)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,10 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 
-import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from engine import render
-
-compiled_only = pytest.mark.skipif(
-    render.row_lines_fast is render.row_lines, reason="the compiled row-line formatter is not built"
-)
-
-
-def test_the_compiled_row_line_formatter_is_built_and_used() -> None:
-    assert render.row_lines_fast is not render.row_lines
-    assert render.rows_json_fast is not render.rows_json_text
-
 
 values = st.one_of(
     st.none(),
@@ -59,28 +49,17 @@ def images(draw: st.DrawFn) -> tuple[list[Column], tuple[dict[int, list[object]]
     return columns, (image(), image()), count
 
 
-@compiled_only
-@settings(max_examples=400, deadline=None)
-@given(case=images(), head=st.sampled_from(["### INSERT `d`.`t` ", "### UPDATE `a``b`.`c` ", ""]))
-def test_both_forms_write_the_same_lines(case: tuple, head: str) -> None:
-    columns, shown, count = case
-    expected = render.row_lines(head, columns, shown, count)
-    assert render.row_lines_fast(head, columns, shown, count) == expected
-    assert expected.endswith("\n") or count == 0
-
-
 def test_a_row_line_reads_like_mysqlbinlog() -> None:
-    for form in {render.row_lines, render.row_lines_fast}:
-        text = form(
-            "### UPDATE `db`.`t` ",
-            [Column("id"), Column("note"), Column("d")],
-            ({0: [7, 9], 1: ["it's", "x"]}, {0: [8, 9], 1: [None, "y"], 2: [Decimal("1.50"), Decimal(2)]}),
-            2,
-        )
-        assert text == (
-            "### UPDATE `db`.`t` (id=7, note='it\\'s') -> (id=8, note=NULL, d=1.50)\n"
-            "### UPDATE `db`.`t` (id=9, note='x') -> (id=9, note='y', d=2)\n"
-        )
+    text = render.row_lines(
+        "### UPDATE `db`.`t` ",
+        [Column("id"), Column("note"), Column("d")],
+        ({0: [7, 9], 1: ["it's", "x"]}, {0: [8, 9], 1: [None, "y"], 2: [Decimal("1.50"), Decimal(2)]}),
+        2,
+    )
+    assert text == (
+        "### UPDATE `db`.`t` (id=7, note='it\\'s') -> (id=8, note=NULL, d=1.50)\n"
+        "### UPDATE `db`.`t` (id=9, note='x') -> (id=9, note='y', d=2)\n"
+    )
 
 
 def rows_as_json_dumps_writes_them(columns, before, after, count) -> str:  # type: ignore[no-untyped-def]
@@ -96,11 +75,10 @@ def rows_as_json_dumps_writes_them(columns, before, after, count) -> str:  # typ
 
 @settings(max_examples=400, deadline=None)
 @given(case=images())
-def test_rows_as_json_are_what_json_dumps_writes_in_both_forms(case: tuple) -> None:
+def test_rows_as_json_are_what_json_dumps_writes(case: tuple) -> None:
     columns, (before, after), count = case
     names = [c.name for c in columns]
     assume(len(set(names)) == len(names))
     keys = [json.dumps(name, ensure_ascii=False) for name in names]
     expected = rows_as_json_dumps_writes_them(columns, before, after, count)
     assert render.rows_json_text(keys, before, after, count) == expected
-    assert render.rows_json_fast(keys, before, after, count) == expected
