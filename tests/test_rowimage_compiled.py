@@ -664,74 +664,40 @@ column_name = st.one_of(
 )
 
 
-def json_rows_outcome(table_map: TableMap, event: RowsEvent) -> tuple[object, object]:
-    """(the rows as the Python forms write them, as json_rows writes them); ValueError for either
-    where it refuses the images."""
+def written_outcome(table_map: TableMap, event: RowsEvent, as_json: bool) -> tuple[object, object]:
+    """(the rows as the Python forms write them from decoded values, as RowProgram writes them
+    from the row images: json_rows, or text_rows), ValueError for either where it refuses them."""
     from engine.listing import lines
-    from engine.render import value_json
+    from engine.render import quoted, value_json
 
+    python_form = lines.rows_json if as_json else lines.row_lines
     try:
-        expected: object = lines.rows_json(
-            RowDecoder(table_map, event, compiled=False).decode(event, table_map)
-        )
+        expected: object = python_form(RowDecoder(table_map, event, compiled=False).decode(event, table_map))
     except ValueError:
         expected = ValueError
     decoder = RowDecoder(table_map, event, compiled=True)
-    layout = lines._layouts(decoder)[1]
-    if layout is None:  # a name given twice: json.dumps keeps one, rows_json_of leaves it to it
-        assert len({c.name for c in decoder.columns}) < len(decoder.columns)
-        return expected, expected
+    _, json_layout, text_layout = lines._layouts(decoder)
+    program = decoder.compiled_program
     try:
-        got: object = decoder.compiled_program.json_rows(event.rows_data, *layout, value_json)
+        if as_json:
+            if json_layout is None:  # a name given twice: json.dumps keeps one, as rows_json_of does
+                assert len({c.name for c in decoder.columns}) < len(decoder.columns)
+                return expected, expected
+            got: object = program.json_rows(event.rows_data, *json_layout, value_json)
+        else:
+            head = lines._row_head(decoder.kind, table_map).encode("utf-8", "surrogatepass")
+            got = program.text_rows(event.rows_data, head, *text_layout, quoted)
     except columns.ROW_IMAGE_FAULTS:
-        got = ValueError  # rows_json_of then decodes the Python way, which words the fault
+        got = ValueError  # rows_json_of and rows_lines_of then decode the Python way, which words it
     return expected, got
 
 
 @pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows_case(), st.data())
-def test_random_row_images_are_written_as_json_as_the_python_forms_write_them(
-    case: tuple[TableMap, RowsEvent], data: st.DataObject
-) -> None:
-    import dataclasses
-
-    table_map, event = case
-    if data.draw(st.booleans()):
-        width = len(table_map.column_types)
-        names = data.draw(st.lists(column_name, min_size=width, max_size=width))
-        table_map = dataclasses.replace(table_map, column_names=tuple(names))
-    expected, got = json_rows_outcome(table_map, event)
-    assert got == expected
-
-
-def text_rows_outcome(table_map: TableMap, event: RowsEvent) -> tuple[object, object]:
-    """(the rows as the Python forms write them, as text_rows writes them), as json_rows_outcome."""
-    from engine.listing import lines
-    from engine.render import quoted
-
-    try:
-        expected: object = lines.row_lines(
-            RowDecoder(table_map, event, compiled=False).decode(event, table_map)
-        )
-    except ValueError:
-        expected = ValueError
-    decoder = RowDecoder(table_map, event, compiled=True)
-    head = lines._row_head(decoder.kind, table_map).encode("utf-8", "surrogatepass")
-    try:
-        got: object = decoder.compiled_program.text_rows(
-            event.rows_data, head, *lines._layouts(decoder)[2], quoted
-        )
-    except columns.ROW_IMAGE_FAULTS:
-        got = ValueError
-    return expected, got
-
-
-@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows_case(), st.data())
-def test_random_row_images_are_written_as_text_lines_as_the_python_forms_write_them(
-    case: tuple[TableMap, RowsEvent], data: st.DataObject
+@given(case=rows_case(), data=st.data())
+def test_random_row_images_are_written_as_the_python_forms_write_their_values(
+    as_json: bool, case: tuple[TableMap, RowsEvent], data: st.DataObject
 ) -> None:
     import dataclasses
 
@@ -742,7 +708,7 @@ def test_random_row_images_are_written_as_text_lines_as_the_python_forms_write_t
         table_map = dataclasses.replace(
             table_map, column_names=tuple(names), schema=data.draw(column_name), table=data.draw(column_name)
         )
-    expected, got = text_rows_outcome(table_map, event)
+    expected, got = written_outcome(table_map, event, as_json)
     assert got == expected
 
 
@@ -759,8 +725,8 @@ def test_decimals_are_written_as_python_writes_their_decimal(
     table_map, event = _decimal_column_event(precision, scale, images)
     if not values:
         return  # no rows: nothing to write
-    for outcome_of in (json_rows_outcome, text_rows_outcome):
-        expected, got = outcome_of(table_map, event)
+    for as_json in (True, False):
+        expected, got = written_outcome(table_map, event, as_json)
         assert got == expected
 
 

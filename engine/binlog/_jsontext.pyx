@@ -30,6 +30,7 @@ cdef extern from "Python.h":
     char* PyOS_double_to_string(double value, char format_code, int precision, int flags, int* kind)
 
 from engine.binlog._bytes cimport le as _le, valid_utf8
+from engine.binlog._text cimport Text, put, put_json_string, put_signed, put_unsigned
 
 # The binary format's value types (json_binary/decoder.py)
 cdef enum:
@@ -52,70 +53,6 @@ cdef enum:
     HANDED_BACK = -1  # a walker's answer: the Python forms take the document
 
 
-cdef struct Text:
-    char* data
-    Py_ssize_t length
-    Py_ssize_t capacity
-
-
-cdef int _put(Text* out, const char* p, Py_ssize_t n) except -2:
-    cdef Py_ssize_t size
-    cdef void* grown
-    if out.length + n > out.capacity:
-        size = max(256, out.capacity * 2, out.length + n)
-        grown = realloc(out.data, size)
-        if grown == NULL:
-            raise MemoryError()
-        out.data = <char*> grown
-        out.capacity = size
-    memcpy(out.data + out.length, p, n)
-    out.length += n
-    return 0
-
-
-cdef const char* _HEX = b"0123456789abcdef"
-cdef const char* _SHORT_ESCAPES = b"btn?fr"  # of \b \t \n \f \r (8, 9, 10, 12, 13)
-
-
-cdef int _quoted(Text* out, const unsigned char* p, Py_ssize_t n) except -2:
-    """A string as text._quote writes it: control characters, '"' and '\\' escaped, the rest
-    (UTF-8 already checked) as it is."""
-    cdef Py_ssize_t i, run = 0
-    cdef unsigned char c
-    cdef char escape[6]
-    escape[0], escape[1], escape[2], escape[3] = 92, 117, 48, 48  # a \u00XX escape
-    _put(out, b'"', 1)
-    for i in range(n):
-        c = p[i]
-        if c >= 0x20 and c != 34 and c != 92:
-            continue
-        _put(out, <const char*> p + run, i - run)
-        run = i + 1
-        if c == 34 or c == 92:
-            _put(out, b"\\", 1)
-            _put(out, <const char*> p + i, 1)
-        elif c == 8 or c == 9 or c == 10 or c == 12 or c == 13:
-            _put(out, b"\\", 1)
-            _put(out, _SHORT_ESCAPES + (c - 8), 1)
-        else:
-            escape[4] = _HEX[c >> 4]
-            escape[5] = _HEX[c & 15]
-            _put(out, escape, 6)
-    _put(out, <const char*> p + run, n - run)
-    _put(out, b'"', 1)
-    return 0
-
-
-cdef int _integer(Text* out, int64_t value) except -2:
-    cdef char digits[24]
-    return _put(out, digits, snprintf(digits, 24, "%lld", <long long> value))
-
-
-cdef int _unsigned(Text* out, uint64_t value) except -2:
-    cdef char digits[24]
-    return _put(out, digits, snprintf(digits, 24, "%llu", <unsigned long long> value))
-
-
 cdef int _double(Text* out, const unsigned char* p) except -2:
     """text.format_double: MySQL's my_gcvt layout of the shortest digits that read back as the
     value (Python's repr gives those digits)."""
@@ -128,7 +65,7 @@ cdef int _double(Text* out, const unsigned char* p) except -2:
     cdef bint seen_point = False, have_space, force_e, use_f
     memcpy(&value, p, 8)
     if isnan(value) or isinf(value):
-        return _put(out, b"0.0", 3)  # dtoa reports an overflow and my_gcvt prints 0
+        return put(out, b"0.0", 3)  # dtoa reports an overflow and my_gcvt prints 0
     shown = PyOS_double_to_string(fabs(value), b"r", 0, 0, NULL)
     if shown == NULL:
         raise MemoryError()
@@ -195,7 +132,7 @@ cdef int _double(Text* out, const unsigned char* p) except -2:
                 k += 1
             text[k], text[k + 1] = b".", b"0"  # a whole number keeps its '.0'
             k += 2
-        return _put(out, text, k)
+        return put(out, text, k)
     text[k] = digits[0]
     k += 1
     if n > 1:
@@ -203,16 +140,16 @@ cdef int _double(Text* out, const unsigned char* p) except -2:
         memcpy(text + k + 1, digits + 1, n - 1)
         k += n
     k += snprintf(text + k, 16, "e%d", decpt - 1)
-    return _put(out, text, k)
+    return put(out, text, k)
 
 
 cdef int _literal(Text* out, unsigned int code) except -2:
     if code == 0:
-        return _put(out, b"null", 4)
+        return put(out, b"null", 4)
     if code == 1:
-        return _put(out, b"true", 4)
+        return put(out, b"true", 4)
     if code == 2:
-        return _put(out, b"false", 5)
+        return put(out, b"false", 5)
     return HANDED_BACK
 
 
@@ -248,7 +185,7 @@ cdef class _Walk:
         pos += i + 1
         if <uint64_t> (end - pos) < n or self.spend(<Py_ssize_t> n) or not valid_utf8(self.buf + pos, <Py_ssize_t> n):
             return HANDED_BACK
-        return _quoted(out, self.buf + pos, <Py_ssize_t> n)
+        return put_json_string(out, self.buf + pos, <Py_ssize_t> n)
 
     cdef int value(self, Text* out, int kind, Py_ssize_t pos, Py_ssize_t end, int depth) except -2:
         """The value of type `kind` at pos (end: its container's end)."""
@@ -262,18 +199,18 @@ cdef class _Walk:
         if kind == INT16 or kind == UINT16:
             if pos + 2 > end:
                 return HANDED_BACK
-            return _integer(out, <int16_t> _le(p, 2) if kind == INT16 else <int64_t> _le(p, 2))
+            return put_signed(out, <int16_t> _le(p, 2) if kind == INT16 else <int64_t> _le(p, 2))
         if kind == INT32 or kind == UINT32:
             if pos + 4 > end:
                 return HANDED_BACK
-            return _integer(out, <int32_t> _le(p, 4) if kind == INT32 else <int64_t> _le(p, 4))
+            return put_signed(out, <int32_t> _le(p, 4) if kind == INT32 else <int64_t> _le(p, 4))
         if kind == INT64 or kind == UINT64 or kind == DOUBLE:
             if pos + 8 > end:
                 return HANDED_BACK
             if kind == INT64:
-                return _integer(out, <int64_t> _le(p, 8))
+                return put_signed(out, <int64_t> _le(p, 8))
             if kind == UINT64:
-                return _unsigned(out, _le(p, 8))
+                return put_unsigned(out, _le(p, 8))
             return _double(out, p)
         return HANDED_BACK  # opaque values, unknown types
 
@@ -298,10 +235,10 @@ cdef class _Walk:
         if header > size or self.spend(count):
             return HANDED_BACK
         cend = pos + size
-        _put(out, b"{" if is_object else b"[", 1)
+        put(out, b"{" if is_object else b"[", 1)
         for i in range(count):
             if i:
-                _put(out, b", ", 2)
+                put(out, b", ", 2)
             if is_object:
                 entry = keys_start + i * key_entry
                 key_offset = <Py_ssize_t> _le(buf + entry, width)
@@ -319,22 +256,22 @@ cdef class _Walk:
                 previous_offset, previous_length = key_offset, key_length
                 if not valid_utf8(buf + pos + key_offset, key_length):
                     return HANDED_BACK
-                _quoted(out, buf + pos + key_offset, key_length)
-                _put(out, b": ", 2)
+                put_json_string(out, buf + pos + key_offset, key_length)
+                put(out, b": ", 2)
             entry = values_start + i * value_entry
             entry_kind = buf[entry]
             inline_value = _le(buf + entry + 1, width)
             if entry_kind == INT16:
-                _integer(out, <int16_t> (inline_value & 0xFFFF))
+                put_signed(out, <int16_t> (inline_value & 0xFFFF))
             elif entry_kind == LITERAL:
                 if _literal(out, inline_value & 0xFF) == HANDED_BACK:
                     return HANDED_BACK
             elif entry_kind == UINT16:
-                _integer(out, inline_value & 0xFFFF)
+                put_signed(out, inline_value & 0xFFFF)
             elif large and entry_kind == INT32:
-                _integer(out, <int32_t> inline_value)
+                put_signed(out, <int32_t> inline_value)
             elif large and entry_kind == UINT32:
-                _integer(out, <int64_t> inline_value)
+                put_signed(out, <int64_t> inline_value)
             else:
                 if inline_value < <uint64_t> header or inline_value > <uint64_t> size:
                     return HANDED_BACK
@@ -344,10 +281,10 @@ cdef class _Walk:
                     stop = at + 1 + buf[at]
                     if stop > cend or self.spend(stop - at - 1) or not valid_utf8(buf + at + 1, stop - at - 1):
                         return HANDED_BACK
-                    _quoted(out, buf + at + 1, stop - at - 1)
+                    put_json_string(out, buf + at + 1, stop - at - 1)
                 elif self.value(out, entry_kind, at, cend, depth + 1) == HANDED_BACK:
                     return HANDED_BACK
-        _put(out, b"}" if is_object else b"]", 1)
+        put(out, b"}" if is_object else b"]", 1)
         return 0
 
 

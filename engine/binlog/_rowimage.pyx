@@ -27,6 +27,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from engine.binlog._bytes cimport be as _be, le as _le, valid_utf8
+from engine.binlog._text cimport Text, put, put_json_string, put_signed, put_unsigned
 
 from decimal import Decimal
 
@@ -151,6 +152,20 @@ cdef bint _decimal_read(
         value = value * _POW10[tail] + group
     magnitude[0] = value
     return True
+
+
+cdef inline bint _decimal_in_c(
+    const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, int arg, uint128_t* magnitude,
+    bint* negative
+) noexcept:
+    """Whether the DECIMAL (arg: precision << 8 | scale) at pos is read here, its unscaled
+    magnitude and sign set: not one cut short, corrupt or a negative zero, which its Python
+    reader gives its value or its error."""
+    return (
+        pos + _decimal_size(arg >> 8, arg & 0xFF) <= end
+        and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, magnitude, negative)
+        and (magnitude[0] != 0 or not negative[0])
+    )
 
 
 cdef object _decimal_object(uint128_t magnitude, bint negative, int scale):
@@ -556,22 +571,13 @@ cdef class RowProgram:
                 op = self.ops[i]
                 arg = self.args[i]
                 if op == OP_DECIMAL and column.kind == DECIMALS:
-                    n = _decimal_size(arg >> 8, arg & 0xFF)
-                    if (
-                        pos + n <= end
-                        and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
-                        and (magnitude or not negative)
-                    ):
+                    if _decimal_in_c(buf, pos, end, arg, &magnitude, &negative):
                         column.push_decimal(magnitude, negative)
-                        pos += n
+                        pos += _decimal_size(arg >> 8, arg & 0xFF)
                         continue
                 elif op == OP_STRING and column.kind != INTEGERS:
-                    if pos + arg > end:
-                        raise ValueError("row image ends inside a length")
-                    n = <Py_ssize_t> _le(buf + pos, arg)
+                    n = _string_length(buf, pos, end, arg)
                     pos += arg
-                    if pos + n > end:
-                        raise ValueError("row image ends inside a string")
                     column.push_bytes(<const char*> buf + pos, n)
                     pos += n
                     continue
@@ -629,50 +635,50 @@ cdef class RowProgram:
         cdef Py_ssize_t pos = 0, start
         cdef long rows = 0
         cdef const char* image_close = b"}" if style == _JSON else b")"
-        cdef _Text text
+        cdef Text text
         text.data = NULL
         text.length = 0
         text.capacity = 0
         try:
             if style == _JSON:
-                _text_add(&text, b"[", 1)
+                put(&text, b"[", 1)
             while pos < end:
                 start = pos
                 if style == _JSON:
-                    _text_add(&text, b"{" if rows == 0 else b", {", 1 if rows == 0 else 3)
+                    put(&text, b"{" if rows == 0 else b", {", 1 if rows == 0 else 3)
                 else:
-                    _text_bytes(&text, head)
+                    put_bytes(&text, head)
                 if first_label is not None:
-                    _text_bytes(&text, first_label)
+                    put_bytes(&text, first_label)
                 pos = self._image_text(
                     data, buf, pos, end, 0, self.first, style, prefixes, first_label is not None, &text, fallback
                 )
                 if first_label is not None:
-                    _text_add(&text, image_close, 1)
+                    put(&text, image_close, 1)
                 if self.two_images:
                     if second_label is not None:
-                        _text_bytes(&text, second_label)
+                        put_bytes(&text, second_label)
                     pos = self._image_text(
                         data, buf, pos, end, self.first, self.ncols, style, prefixes,
                         second_label is not None, &text, fallback,
                     )
                     if second_label is not None:
-                        _text_add(&text, image_close, 1)
-                _text_add(&text, b"}" if style == _JSON else b"\n", 1)
+                        put(&text, image_close, 1)
+                put(&text, b"}" if style == _JSON else b"\n", 1)
                 if pos == start:
                     raise ValueError("row image holds no columns")
                 rows += 1
             if pos != end:
                 raise ValueError("row image runs past its event")
             if style == _JSON:
-                _text_add(&text, b"]", 1)
+                put(&text, b"]", 1)
             return PyUnicode_DecodeUTF8(text.data, text.length, "surrogatepass")
         finally:
             free(text.data)
 
     cdef Py_ssize_t _image_text(
         self, bytes data, const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, int lo, int hi,
-        int style, list prefixes, bint shown, _Text* text, object fallback
+        int style, list prefixes, bint shown, Text* text, object fallback
     ) except -1:
         cdef int count = hi - lo
         cdef int nbytes = (count + 7) // 8
@@ -689,12 +695,12 @@ cdef class RowProgram:
         pos += nbytes
         for k in range(count):
             i = lo + k
-            _text_bytes(text, prefixes[i])
+            put_bytes(text, prefixes[i])
             if nulls[k >> 3] & (1 << (k & 7)):
                 if style == _JSON:
-                    _text_add(text, b"null", 4)
+                    put(text, b"null", 4)
                 else:
-                    _text_add(text, b"NULL", 4)
+                    put(text, b"NULL", 4)
                 continue
             op = self.ops[i]
             arg = self.args[i]
@@ -702,45 +708,37 @@ cdef class RowProgram:
                 n = _int_size(op)
                 if pos + n > end:
                     raise ValueError("row image ends inside a value")
-                _text_signed(text, _integer(op, buf + pos))
+                put_signed(text, _integer(op, buf + pos))
                 pos += n
                 continue
             if op == OP_U64:
                 if pos + 8 > end:
                     raise ValueError("row image ends inside a value")
-                _text_unsigned(text, _le(buf + pos, 8))
+                put_unsigned(text, _le(buf + pos, 8))
                 pos += 8
                 continue
             if op == OP_STRING and self.utf8[i]:
-                if pos + arg > end:
-                    raise ValueError("row image ends inside a length")
-                n = <Py_ssize_t> _le(buf + pos, arg)
-                if pos + arg + n > end:
-                    raise ValueError("row image ends inside a string")
+                n = _string_length(buf, pos, end, arg)
                 if style == _JSON and valid_utf8(buf + pos + arg, n):
-                    _text_json_string(text, buf + pos + arg, n)
+                    put_json_string(text, buf + pos + arg, n)
                     pos += arg + n
                     continue
                 if style == _SQL and _ascii(buf + pos + arg, n):
-                    _text_sql_string(text, buf + pos + arg, n)
+                    put_sql_string(text, buf + pos + arg, n)
                     pos += arg + n
                     continue
             elif op == OP_DECIMAL:
-                n = _decimal_size(arg >> 8, arg & 0xFF)
-                if (
-                    pos + n <= end
-                    and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
-                    and (magnitude or not negative)
-                    and _decimal_plain(magnitude, arg & 0xFF)
+                if _decimal_in_c(buf, pos, end, arg, &magnitude, &negative) and _decimal_plain(
+                    magnitude, arg & 0xFF
                 ):
                     if style == _JSON:
-                        _text_add(text, b'"', 1)
-                    _text_decimal(text, magnitude, negative, arg & 0xFF)
+                        put(text, b'"', 1)
+                    put_decimal(text, magnitude, negative, arg & 0xFF)
                     if style == _JSON:
-                        _text_add(text, b'"', 1)
-                    pos += n
+                        put(text, b'"', 1)
+                    pos += _decimal_size(arg >> 8, arg & 0xFF)
                     continue
-            _text_str(text, fallback(self._value(data, buf, &pos, end, i)))
+            put_str(text, fallback(self._value(data, buf, &pos, end, i)))
         return pos
 
     cdef object _value(
@@ -760,26 +758,16 @@ cdef class RowProgram:
         cdef uint128_t magnitude
         cdef bint negative
         if op == OP_DECIMAL:
-            n = _decimal_size(arg >> 8, arg & 0xFF)
-            # cut short, corrupt or negative zero: the Python reader's value, or its error
-            if (
-                pos + n <= end
-                and _decimal_read(buf + pos, arg >> 8, arg & 0xFF, &magnitude, &negative)
-                and (magnitude or not negative)
-            ):
-                at[0] = pos + n
+            if _decimal_in_c(buf, pos, end, arg, &magnitude, &negative):
+                at[0] = pos + _decimal_size(arg >> 8, arg & 0xFF)
                 return _decimal_object(magnitude, negative, arg & 0xFF)
             op = OP_PYTHON
         if op == OP_PYTHON:
             value, at[0] = self.refs[i](data, pos)
             return value
         if op == OP_STRING:
-            if pos + arg > end:
-                raise ValueError("row image ends inside a length")
-            n = <Py_ssize_t> _le(buf + pos, arg)
+            n = _string_length(buf, pos, end, arg)
             pos += arg
-            if pos + n > end:
-                raise ValueError("row image ends inside a string")
             at[0] = pos + n
             ref = self.refs[i]
             if ref is None:
@@ -853,6 +841,19 @@ cdef class RowProgram:
         if (u == 0 and micro == 0) or micro > 999999:
             return self.fallbacks[2](u, micro)
         return self.fallbacks[3] + timedelta_new(u // 86400, u % 86400, micro)
+
+
+cdef inline Py_ssize_t _string_length(
+    const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, int length_bytes
+) except -1:
+    """The length of the string at pos (its length_bytes-byte prefix), checked to end by end."""
+    cdef Py_ssize_t n
+    if pos + length_bytes > end:
+        raise ValueError("row image ends inside a length")
+    n = <Py_ssize_t> _le(buf + pos, length_bytes)
+    if pos + length_bytes + n > end:
+        raise ValueError("row image ends inside a string")
+    return n
 
 
 cdef inline int _int_size(int op) noexcept:
@@ -972,7 +973,7 @@ cdef inline long _fraction(const unsigned char* p, int fsp):
     return <long> _be(p, 3)
 
 
-# -- the rows as JSON text (RowProgram.json_rows) --------------------------------------------------
+# -- the rows as text (RowProgram.json_rows and text_rows) -----------------------------------------
 
 
 # The two forms of rows RowProgram writes as text
@@ -981,99 +982,17 @@ cdef enum:
     _SQL = 2  # events --rows: values as SQL literals
 
 
-cdef struct _Text:
-    char* data
-    Py_ssize_t length
-    Py_ssize_t capacity
+cdef int put_bytes(Text* text, bytes value) except -1:
+    return put(text, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
 
 
-cdef int _text_add(_Text* text, const char* p, Py_ssize_t n) except -1:
-    cdef Py_ssize_t size
-    cdef void* grown
-    if text.length + n > text.capacity:
-        size = max(256, text.capacity * 2, text.length + n)
-        grown = realloc(text.data, size)
-        if grown == NULL:
-            raise MemoryError()
-        text.data = <char*> grown
-        text.capacity = size
-    memcpy(text.data + text.length, p, n)
-    text.length += n
-    return 0
-
-
-cdef int _text_bytes(_Text* text, bytes value) except -1:
-    return _text_add(text, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
-
-
-cdef int _text_str(_Text* text, str value) except -1:
+cdef int put_str(Text* text, str value) except -1:
     # lone surrogates (bytes of a string that were not UTF-8) go through as surrogatepass writes
     # them, and json_rows decodes them back the same way
-    return _text_bytes(text, value.encode("utf-8", "surrogatepass"))
-
-
-cdef int _text_unsigned(_Text* text, uint64_t value) except -1:
-    cdef char digits[24]
-    cdef int n = 24
-    while True:
-        n -= 1
-        digits[n] = <char> (48 + value % 10)
-        value //= 10
-        if value == 0:
-            break
-    return _text_add(text, digits + n, 24 - n)
-
-
-cdef int _text_signed(_Text* text, int64_t value) except -1:
-    if value < 0:
-        _text_add(text, b"-", 1)
-        return _text_unsigned(text, <uint64_t> 0 - <uint64_t> value)
-    return _text_unsigned(text, <uint64_t> value)
+    return put_bytes(text, value.encode("utf-8", "surrogatepass"))
 
 
 cdef const char* _HEX = b"0123456789abcdef"
-
-
-cdef int _text_json_string(_Text* text, const unsigned char* p, Py_ssize_t n) except -1:
-    """Valid UTF-8 as json.dumps(ensure_ascii=False) writes the string: between quotes, with
-    the quote, the backslash and the C0 controls escaped (newline, carriage return, tab,
-    backspace and form feed by their letters, the others as u00XX)."""
-    cdef Py_ssize_t i, run = 0
-    cdef unsigned char c
-    cdef char escape[6]
-    _text_add(text, b'"', 1)
-    for i in range(n):
-        c = p[i]
-        if c >= 0x20 and c != 0x22 and c != 0x5C:
-            continue
-        _text_add(text, <const char*> p + run, i - run)
-        run = i + 1
-        escape[0] = 92  # '\'
-        if c == 0x22 or c == 0x5C:
-            escape[1] = c
-            _text_add(text, escape, 2)
-            continue
-        if c == 10:
-            escape[1] = 110  # n
-        elif c == 13:
-            escape[1] = 114  # r
-        elif c == 9:
-            escape[1] = 116  # t
-        elif c == 8:
-            escape[1] = 98  # b
-        elif c == 12:
-            escape[1] = 102  # f
-        else:
-            escape[1] = 117  # u
-            escape[2] = 48
-            escape[3] = 48
-            escape[4] = _HEX[c >> 4]
-            escape[5] = _HEX[c & 15]
-            _text_add(text, escape, 6)
-            continue
-        _text_add(text, escape, 2)
-    _text_add(text, <const char*> p + run, n - run)
-    return _text_add(text, b'"', 1)
 
 
 cdef inline bint _ascii(const unsigned char* p, Py_ssize_t n) noexcept:
@@ -1084,30 +1003,30 @@ cdef inline bint _ascii(const unsigned char* p, Py_ssize_t n) noexcept:
     return True
 
 
-cdef int _text_sql_string(_Text* text, const unsigned char* p, Py_ssize_t n) except -1:
+cdef int put_sql_string(Text* text, const unsigned char* p, Py_ssize_t n) except -1:
     """ASCII as render.quoted writes the string: between single quotes, the quote and the
     backslash escaped with a backslash, the controls a terminal acts on as xNN escapes."""
     cdef Py_ssize_t i, run = 0
     cdef unsigned char c
     cdef char escape[4]
-    _text_add(text, b"'", 1)
+    put(text, b"'", 1)
     for i in range(n):
         c = p[i]
         if c >= 0x20 and c != 0x27 and c != 0x5C and c != 0x7F:
             continue
-        _text_add(text, <const char*> p + run, i - run)
+        put(text, <const char*> p + run, i - run)
         run = i + 1
         escape[0] = 92  # '\'
         if c == 0x27 or c == 0x5C:
             escape[1] = c
-            _text_add(text, escape, 2)
+            put(text, escape, 2)
         else:
             escape[1] = 120  # x
             escape[2] = _HEX[c >> 4]
             escape[3] = _HEX[c & 15]
-            _text_add(text, escape, 4)
-    _text_add(text, <const char*> p + run, n - run)
-    return _text_add(text, b"'", 1)
+            put(text, escape, 4)
+    put(text, <const char*> p + run, n - run)
+    return put(text, b"'", 1)
 
 
 cdef inline int _digit_count(uint128_t magnitude) noexcept:
@@ -1161,6 +1080,6 @@ cdef int _decimal_text(uint128_t magnitude, bint negative, int scale, char* text
     return k
 
 
-cdef int _text_decimal(_Text* text, uint128_t magnitude, bint negative, int scale) except -1:
+cdef int put_decimal(Text* text, uint128_t magnitude, bint negative, int scale) except -1:
     cdef char digits[48]
-    return _text_add(text, digits, _decimal_text(magnitude, negative, scale, digits))
+    return put(text, digits, _decimal_text(magnitude, negative, scale, digits))
