@@ -713,6 +713,31 @@ def test_random_row_images_are_written_as_the_python_forms_write_their_values(
 
 
 @pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=12),  # any character: C1 controls, format characters, separators...
+            st.text(
+                st.characters(codec="utf-8", categories=["Cc", "Cf", "Zs", "Zl", "Zp", "Co", "Cn", "Lo"])
+            ),
+            st.sampled_from(
+                ["it's", "back\\slash", "\x1b[31m", "caf\u00e9", "\u00a0", "\u200b", "\U0001f600"]
+            ),
+        ).map(lambda text: text.encode("utf-8", "surrogatepass")),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_utf8_text_is_written_as_the_python_forms_write_it(values: list[bytes]) -> None:
+    values = [v[:200] for v in values]  # a VARCHAR(200)'s one-byte length
+    table_map, event = _text_column_event(values)
+    for as_json in (True, False):
+        expected, got = written_outcome(table_map, event, as_json)
+        assert got == expected
+
+
+@pytest.mark.skipif(not columns.COMPILED_ROW_DECODER, reason="the compiled decoder is not built")
 @settings(max_examples=300, deadline=None)
 @given(decimal_column())
 def test_decimals_are_written_as_python_writes_their_decimal(

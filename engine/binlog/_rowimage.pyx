@@ -35,6 +35,9 @@ import_datetime()
 
 # A DECIMAL of up to 38 digits held as its unscaled integer (Arrow's decimal128 layout: 16 bytes,
 # little-endian two's complement). GCC and Clang have 128-bit integers on every 64-bit target.
+cdef extern from "Python.h":
+    bint Py_UNICODE_ISPRINTABLE(Py_UCS4 ch)
+
 cdef extern from *:
     ctypedef long long int128_t "__int128"
     ctypedef unsigned long long uint128_t "unsigned __int128"
@@ -620,7 +623,8 @@ cdef class RowProgram:
         reads. prefixes: per present column, its name as shown and '=', after ', ' for all but
         an image's first column; first_label, second_label: '(' or ' -> (', None for an image
         without columns; quoted: render.quoted, for the values written through their Python
-        form (any but integers, ASCII strings of UTF-8 columns and DECIMALs in plain notation).
+        form (any but integers, strings of UTF-8 columns shown as they are, and DECIMALs in
+        plain notation).
         Faults as json_rows."""
         return self._rows(data, _SQL, head, prefixes, first_label, second_label, quoted)
 
@@ -723,7 +727,7 @@ cdef class RowProgram:
                     put_json_string(text, buf + pos + arg, n)
                     pos += arg + n
                     continue
-                if style == _SQL and _ascii(buf + pos + arg, n):
+                if style == _SQL and _shown_as_it_is(buf + pos + arg, n):
                     put_sql_string(text, buf + pos + arg, n)
                     pos += arg + n
                     continue
@@ -995,17 +999,37 @@ cdef int put_str(Text* text, str value) except -1:
 cdef const char* _HEX = b"0123456789abcdef"
 
 
-cdef inline bint _ascii(const unsigned char* p, Py_ssize_t n) noexcept:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if p[i] >= 0x80:
+cdef bint _shown_as_it_is(const unsigned char* p, Py_ssize_t n) noexcept:
+    """Whether render.quoted shows the UTF-8 text as put_sql_string writes it: valid, and
+    beyond ASCII only characters Python calls printable (the others, C1 controls, format
+    characters, separators, are escaped by render.visible, or kept, by category)."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c
+    cdef Py_UCS4 code
+    if not valid_utf8(p, n):
+        return False
+    while i < n:
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if c < 0xE0:
+            code = (c & 0x1F) << 6 | (p[i + 1] & 0x3F)
+            i += 2
+        elif c < 0xF0:
+            code = (c & 0x0F) << 12 | (p[i + 1] & 0x3F) << 6 | (p[i + 2] & 0x3F)
+            i += 3
+        else:
+            code = (c & 0x07) << 18 | (p[i + 1] & 0x3F) << 12 | (p[i + 2] & 0x3F) << 6 | (p[i + 3] & 0x3F)
+            i += 4
+        if not Py_UNICODE_ISPRINTABLE(code):
             return False
     return True
 
 
 cdef int put_sql_string(Text* text, const unsigned char* p, Py_ssize_t n) except -1:
-    """ASCII as render.quoted writes the string: between single quotes, the quote and the
-    backslash escaped with a backslash, the controls a terminal acts on as xNN escapes."""
+    """UTF-8 text (_shown_as_it_is) as render.quoted writes the string: between single quotes,
+    the quote and the backslash escaped with a backslash, ASCII's controls as xNN escapes."""
     cdef Py_ssize_t i, run = 0
     cdef unsigned char c
     cdef char escape[4]
