@@ -206,26 +206,12 @@ def rows_lines_of(event: RowsEvent, table_map: TableMap) -> str:
     decoder = row_decoder(event, table_map)
     program = decoder.compiled_program
     if program is not None:
-        # a source sends the same table map before every transaction, and the reader gives it
-        # as one object: its head is made once per kind of rows event
-        key = (id(table_map), decoder.kind)
-        known = _heads.get(key)
-        if known is None or known[0] is not table_map:
-            if len(_heads) >= 4096:
-                _heads.clear()
-            known = _heads[key] = (
-                table_map,
-                _row_head(decoder.kind, table_map).encode("utf-8", "surrogatepass"),
-            )
+        head = _row_head(decoder.kind, table_map).encode("utf-8", "surrogatepass")
         try:
-            return program.text_rows(event.rows_data, known[1], *_layouts(decoder)[2], quoted)
+            return program.text_rows(event.rows_data, head, *_layouts(decoder)[2], quoted)
         except ROW_IMAGE_FAULTS:
             pass  # decoded below, which words the fault
     return row_lines(decoder.decode(event, table_map))
-
-
-# (id(table map), rows kind) -> (the table map, the head of its row lines, encoded)
-_heads: dict[tuple[int, RowsKind], tuple[TableMap, bytes]] = {}
 
 
 # A decoder's layout of its rows as text: (what precedes each present column's value, what opens
