@@ -4,6 +4,7 @@ sid its 16-byte UUID, the number of intervals and each interval as [start, end) 
 
 from __future__ import annotations
 
+import bisect
 import re
 import struct
 import uuid as uuid_module
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 _U64 = struct.Struct("<Q")
 _INTERVAL = struct.Struct("<qq")  # [start, end) as MySQL writes them: signed 64-bit
 _MARIA_GTID_LIST = re.compile(r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|")
+_AFTER_ANY = float("inf")  # sorts after every interval end: (n, _AFTER_ANY) follows every (n, hi)
 
 
 @dataclass(slots=True, unsafe_hash=True, order=True)
@@ -62,9 +64,23 @@ class GtidSet:
     def add_range(self, sid: Sid, start: int, end: int) -> None:
         if start > end:
             raise ValueError(f"empty GTID interval {start}-{end}")
+        ranges = self._intervals.get(sid)
+        if not ranges:
+            self._intervals[sid] = [(start, end)]
+            return
+        lo, hi = ranges[-1]
+        # A source's GTIDs come in order: the range goes after the last interval, or extends it.
+        # Every earlier interval ends before lo - 1, so neither touches them.
+        if start > hi + 1:
+            ranges.append((start, end))
+            return
+        if start >= lo:
+            if end > hi:
+                ranges[-1] = (lo, end)
+            return
         merged: list[tuple[int, int]] = []
         placed = False
-        for lo, hi in self._intervals.get(sid, []):
+        for lo, hi in ranges:
             if hi + 1 < start:
                 merged.append((lo, hi))
             elif end + 1 < lo:
@@ -81,6 +97,16 @@ class GtidSet:
 
     def contains(self, sid: Sid, gno: int) -> bool:
         return any(lo <= gno <= hi for lo, hi in self._intervals.get(sid, ()))
+
+    def overlaps(self, sid: Sid, start: int, end: int) -> bool:
+        """Whether the set holds any of sid's GTIDs start..end."""
+        ranges = self._intervals.get(sid)
+        if not ranges:
+            return False
+        # the last interval starting at or before `end` is the only one that can reach `start`
+        # (the intervals are sorted and disjoint)
+        at = bisect.bisect_right(ranges, (end, _AFTER_ANY))
+        return at > 0 and ranges[at - 1][1] >= start
 
     def intervals(self) -> dict[Sid, list[tuple[int, int]]]:
         return {sid: list(r) for sid, r in self._intervals.items()}
@@ -212,9 +238,8 @@ class ExecutedGtids:
 
     def add(self, gtid: str) -> None:
         if ":" in gtid:
-            uuid, _, rest = gtid.rpartition(":")
-            uuid, _, tag = uuid.partition(":")
-            self.mysql.add(Sid(uuid.lower(), tag.lower()), int(rest))
+            source, _, number = gtid.rpartition(":")
+            self.mysql.add(_sid(source), int(number))
         else:
             domain, server, seq = _maria_parts(gtid)
             current = self.maria.get(domain)
@@ -223,16 +248,21 @@ class ExecutedGtids:
 
     def add_all(self, gtids: Iterable[str]) -> None:
         """add(g) for every g, in order. A MariaDB domain keeps the last of its highest seq_no
-        (as adding them one by one leaves it), made into a MariaGtid once, not once per GTID: the
-        applier adds every transaction's, to what it has scheduled and to what has committed.
+        (as adding them one by one leaves it), made into a MariaGtid once, not once per GTID; a
+        MySQL source's numbers are added as ranges of consecutive ones (GtidBatch). The applier
+        adds every transaction's, to what it has scheduled and to what has committed.
 
         Each MariaDB GTID is split once, at its last dash, and its "domain-server" kept as it
         came (checked the first time it comes): half the time of splitting every one into its
         three numbers, which the applier's workers spend holding their channel's lock."""
         kept: dict[str, tuple[int, int]] = {}  # "domain-server" -> (highest seq_no, the position of its last)
+        mysql: GtidBatch | None = None
         for position, gtid in enumerate(gtids):
             if ":" in gtid:
-                self.add(gtid)
+                if mysql is None:
+                    mysql = GtidBatch()
+                source, _, number = gtid.rpartition(":")
+                mysql.add_mysql(source, int(number))
                 continue
             prefix, _, seq_text = gtid.rpartition("-")
             seq = int(seq_text)
@@ -242,6 +272,8 @@ class ExecutedGtids:
                 kept[prefix] = (seq, position)
             elif seq >= current[0]:
                 kept[prefix] = (seq, position)
+        if mysql is not None:
+            mysql.add_to(self)
         highest: dict[int, tuple[int, int, int]] = {}  # domain -> (seq_no, position, server)
         for prefix, (seq, position) in kept.items():
             domain, server, _ = _maria_parts(f"{prefix}-0")
@@ -255,9 +287,8 @@ class ExecutedGtids:
 
     def contains(self, gtid: str) -> bool:
         if ":" in gtid:
-            uuid, _, rest = gtid.rpartition(":")
-            uuid, _, tag = uuid.partition(":")
-            return self.mysql.contains(Sid(uuid.lower(), tag.lower()), int(rest))
+            source, _, number = gtid.rpartition(":")
+            return self.mysql.contains(_sid(source), int(number))
         domain, _, seq = _maria_parts(gtid)
         current = self.maria.get(domain)
         return current is not None and seq <= current.seq_no
@@ -270,22 +301,37 @@ class ExecutedGtids:
 
 class GtidBatch:
     """The GTIDs of consecutive transactions, summed up for ExecutedGtids: MariaDB's per domain
-    (the lowest seq_no, and the GTID that adding them one by one would leave), MySQL's one by one.
+    (the lowest seq_no, and the GTID that adding them one by one would leave), MySQL's as ranges
+    of consecutive numbers per source ('uuid' or 'uuid:tag' as written), in the order they came.
 
     Built where a run of transactions is prepared, so that the applier checks and records a run
-    per domain instead of per transaction (measured: a sixth of the applier's Python time)."""
+    a domain or a range at a time instead of a transaction at a time (measured: a sixth of the
+    applier's Python time for MariaDB's; for MySQL's, 5 us a transaction one by one)."""
 
     __slots__ = ("maria", "mysql")
 
     def __init__(self) -> None:
         self.maria: dict[int, tuple[int, MariaGtid]] = {}  # domain -> (lowest seq_no, last kept)
-        self.mysql: list[str] = []
+        self.mysql: dict[str, list[tuple[int, int]]] = {}  # source -> ranges (first, last number)
 
     def add(self, gtid: str) -> None:
         if ":" in gtid:
-            self.mysql.append(gtid)
+            source, _, number = gtid.rpartition(":")
+            self.add_mysql(source, int(number))
             return
         self.add_maria(MariaGtid(*_maria_parts(gtid)))
+
+    def add_mysql(self, source: str, number: int) -> None:
+        """MySQL's GTID source:number ('uuid' or 'uuid:tag', as the GTID's text has it)."""
+        ranges = self.mysql.get(source)
+        if ranges is None:
+            self.mysql[source] = [(number, number)]
+            return
+        first, last = ranges[-1]
+        if number == last + 1:
+            ranges[-1] = (first, number)
+        else:
+            ranges.append((number, number))
 
     def add_maria(self, gtid: MariaGtid) -> None:
         seq = gtid.seq_no
@@ -298,7 +344,13 @@ class GtidBatch:
 
     def extend(self, later: GtidBatch) -> None:
         """Append the batch of the transactions that follow."""
-        self.mysql.extend(later.mysql)
+        for source, ranges in later.mysql.items():
+            mine = self.mysql.setdefault(source, [])
+            for first, last in ranges:
+                if mine and first == mine[-1][1] + 1:
+                    mine[-1] = (mine[-1][0], last)
+                else:
+                    mine.append((first, last))
         for domain, (lowest, kept) in later.maria.items():
             entry = self.maria.get(domain)
             if entry is None:
@@ -315,7 +367,12 @@ class GtidBatch:
             current = executed.maria.get(domain)
             if current is not None and lowest <= current.seq_no:
                 return True
-        return any(executed.contains(gtid) for gtid in self.mysql)
+        overlaps = executed.mysql.overlaps
+        for source, ranges in self.mysql.items():
+            sid = _sid(source)
+            if any(overlaps(sid, first, last) for first, last in ranges):
+                return True
+        return False
 
     def add_to(self, executed: ExecutedGtids) -> None:
         """executed.add(g) for every GTID g of the batch, in order."""
@@ -323,8 +380,17 @@ class GtidBatch:
             current = executed.maria.get(domain)
             if current is None or kept.seq_no >= current.seq_no:
                 executed.maria[domain] = kept
-        for gtid in self.mysql:
-            executed.add(gtid)
+        add_range = executed.mysql.add_range
+        for source, ranges in self.mysql.items():
+            sid = _sid(source)
+            for first, last in ranges:
+                add_range(sid, first, last)
+
+
+def _sid(source: str) -> Sid:
+    """The Sid of a MySQL GTID's source text: 'uuid' or 'uuid:tag', in any case."""
+    uuid, _, tag = source.partition(":")
+    return Sid(uuid.lower(), tag.lower())
 
 
 def _maria_parts(gtid: str) -> tuple[int, int, int]:
