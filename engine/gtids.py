@@ -261,8 +261,7 @@ class ExecutedGtids:
             if ":" in gtid:
                 if mysql is None:
                     mysql = GtidBatch()
-                source, _, number = gtid.rpartition(":")
-                mysql.add_mysql(source, int(number))
+                mysql.add(gtid)
                 continue
             prefix, _, seq_text = gtid.rpartition("-")
             seq = int(seq_text)
@@ -323,15 +322,17 @@ class GtidBatch:
 
     def add_mysql(self, source: str, number: int) -> None:
         """MySQL's GTID source:number ('uuid' or 'uuid:tag', as the GTID's text has it)."""
+        self._add_mysql_range(source, number, number)
+
+    def _add_mysql_range(self, source: str, first: int, last: int) -> None:
+        """first..last after the source's numbers so far: the last range extended when they follow on."""
         ranges = self.mysql.get(source)
         if ranges is None:
-            self.mysql[source] = [(number, number)]
-            return
-        first, last = ranges[-1]
-        if number == last + 1:
-            ranges[-1] = (first, number)
+            self.mysql[source] = [(first, last)]
+        elif first == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], last)
         else:
-            ranges.append((number, number))
+            ranges.append((first, last))
 
     def add_maria(self, gtid: MariaGtid) -> None:
         seq = gtid.seq_no
@@ -345,12 +346,8 @@ class GtidBatch:
     def extend(self, later: GtidBatch) -> None:
         """Append the batch of the transactions that follow."""
         for source, ranges in later.mysql.items():
-            mine = self.mysql.setdefault(source, [])
             for first, last in ranges:
-                if mine and first == mine[-1][1] + 1:
-                    mine[-1] = (mine[-1][0], last)
-                else:
-                    mine.append((first, last))
+                self._add_mysql_range(source, first, last)
         for domain, (lowest, kept) in later.maria.items():
             entry = self.maria.get(domain)
             if entry is None:
