@@ -96,7 +96,7 @@ class GtidSet:
         self._intervals[sid] = merged
 
     def contains(self, sid: Sid, gno: int) -> bool:
-        return any(lo <= gno <= hi for lo, hi in self._intervals.get(sid, ()))
+        return self.overlaps(sid, gno, gno)
 
     def overlaps(self, sid: Sid, start: int, end: int) -> bool:
         """Whether the set holds any of sid's GTIDs start..end."""
@@ -384,10 +384,20 @@ class GtidBatch:
                 add_range(sid, first, last)
 
 
+_SIDS: dict[str, Sid] = {}  # the Sid of each source text met (a replica hears from a few sources)
+
+
 def _sid(source: str) -> Sid:
-    """The Sid of a MySQL GTID's source text: 'uuid' or 'uuid:tag', in any case."""
-    uuid, _, tag = source.partition(":")
-    return Sid(uuid.lower(), tag.lower())
+    """The Sid of a MySQL GTID's source text: 'uuid' or 'uuid:tag', in any case. Made once per
+    text: the single applier looks one up for every transaction, and a Sid made anew is hashed and
+    compared field by field where the one kept is found by identity."""
+    sid = _SIDS.get(source)
+    if sid is None:
+        if len(_SIDS) >= 1024:
+            _SIDS.clear()
+        uuid, _, tag = source.partition(":")
+        sid = _SIDS[source] = Sid(uuid.lower(), tag.lower())
+    return sid
 
 
 def _maria_parts(gtid: str) -> tuple[int, int, int]:
