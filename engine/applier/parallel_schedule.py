@@ -231,8 +231,8 @@ class Scheduling(ChannelWork):
 
     def _add_scheduled(self, run: PreparedRun, start: int, end: int) -> None:
         """The GTIDs of the run's transactions start..end to what the coordinator has scheduled,
-        once the pieces are enqueued: the whole run's summed up per MariaDB domain (its
-        GtidBatch) where it went whole, instead of each transaction's."""
+        once the pieces are enqueued: the whole run's summed up per MariaDB domain and MySQL
+        range (its GtidBatch) where it went whole, instead of each transaction's."""
         if start == 0 and end == len(run.transactions):
             run.gtids.add_to(self._scheduled)
         else:

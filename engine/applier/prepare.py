@@ -305,7 +305,7 @@ class _RunBuilder:
         self.op_starts.append(before)
         self.sources.append(None)
         if domain is None:
-            self.gtids.add(gtid)  # MySQL's, one by one
+            self.gtids.add(gtid)  # MySQL's: the batch folds consecutive numbers into ranges
         else:
             self._maria_gtid(domain, server_id, seq_no)
         return True
@@ -395,7 +395,7 @@ class _RunBuilder:
         if maria_gtid is not None:
             self._maria_gtid(maria_gtid.domain_id, maria_gtid.server_id, maria_gtid.seq_no)
         elif gtid:
-            self.gtids.add(gtid)  # MySQL's, one by one
+            self.gtids.add(gtid)  # MySQL's: the batch folds consecutive numbers into ranges
         return True
 
     def as_read(self) -> list[Transaction]:
