@@ -94,7 +94,7 @@ _HOMES: dict[str, str] = {
     # `relaydeck analyze`
     "analyze": "engine.spark.analyze",
     "spark_session": "engine.spark.session",
-    "DEFAULT_HISTORY_SIZE": "engine.scheduling.writeset",
+    "DEFAULT_HISTORY_SIZE": "engine.scheduling",
     "Slave": "engine.slave.database",
 }
 
@@ -150,7 +150,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_import_graph.
         WorkerView,
     )
     from engine.repository import Repository
-    from engine.scheduling.writeset import DEFAULT_HISTORY_SIZE
+    from engine.scheduling import DEFAULT_HISTORY_SIZE
     from engine.slave.database import Slave
     from engine.spark.analyze import analyze
     from engine.spark.session import spark_session

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from .binlog.json_binary import json_text
-
 # Categories a terminal does not show as themselves: controls (ESC starts escape sequences, C1's
 # CSI too), format characters (bidi overrides, zero-width characters), line/paragraph separators.
 _HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
@@ -103,6 +101,10 @@ def value_text(value: Any) -> str:
             return "[" + ",".join(float_text(v) for v in value) + "]"
         return "; ".join(value_text(v) for v in value)  # a partial JSON update: its diffs
     if hasattr(value, "operation") and hasattr(value, "path"):
+        # here: the JSON package is loaded by the decoders that make these, and every command
+        # that only prints text (`relaydeck status`, `--help`) starts without it
+        from .binlog.json_binary import json_text
+
         shown = "" if value.value is None else f", {json_text(value.value)}"
         return f"JSON_{value.operation}({value.path}{shown})"
     return str(value)

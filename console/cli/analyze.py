@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.api import DEFAULT_HISTORY_SIZE, RelaydeckError, validate_channel_name, visible
+from engine.api import DEFAULT_HISTORY_SIZE, RelaydeckError, visible
 
 from .channel_option import add_channel_option, channel_and_index
 
@@ -70,6 +70,8 @@ def worker_counts(text: str) -> tuple[int, ...]:
 
 
 def parse_channels(values: list[str]) -> list[tuple[str, Path]]:
+    from engine.api import validate_channel_name
+
     channels = []
     for text in values:
         name, index = channel_and_index(text)

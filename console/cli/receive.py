@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from engine.api import RelaydeckError, maria_gtid_list, validate_channel_name, visible
+from engine.api import RelaydeckError, visible
 
 PASSWORD_ENVIRONMENT = "RELAYDECK_SOURCE_PASSWORD"
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
@@ -115,7 +115,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_receive(args: argparse.Namespace, out: TextIO) -> int:
     # imported here: the other commands need neither the receiver nor PyMySQL
-    from engine.api import GtidSet, ReceiverSettings, SourceAccount, SourcePosition, SourceTls, receive
+    from engine.api import (
+        GtidSet,
+        ReceiverSettings,
+        SourceAccount,
+        SourcePosition,
+        SourceTls,
+        maria_gtid_list,
+        receive,
+        validate_channel_name,
+    )
 
     validate_channel_name(args.channel)  # ERROR 3076, printed as every RelaydeckError
     if args.max_relay_log_size < 4096:

@@ -1,5 +1,5 @@
 """Scheduling logic shared by the source simulation and the applier: pure functions, no I/O."""
 
-from engine.scheduling.writeset import WritesetHistory, writeset_hash
-
-__all__ = ["WritesetHistory", "writeset_hash"]
+# binlog_transaction_dependency_history_size's default. Here, not in writeset.py, so that the
+# command line shows it in `relaydeck analyze --help` without loading the hashing.
+DEFAULT_HISTORY_SIZE = 25000

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
-DEFAULT_HISTORY_SIZE = 25000  # binlog_transaction_dependency_history_size default
+from . import DEFAULT_HISTORY_SIZE
 
 _LEN = struct.Struct("<I")
 
