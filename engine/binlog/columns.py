@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import struct
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -550,26 +551,9 @@ class RowDecoder:
         # every image of the event holds every column (binlog_row_image=FULL)
         width = len(self.columns)
         self.full = not event.partial and len(first) == width and (not two or len(second) == width)
-        params = [f"b{i}" for i in first] + [f"a{i}" for i in second]
-        src = [f"def decode(buf, pos, end, {', '.join(params)}):" if params else "def decode(buf, pos, end):"]
-        src.append("    rows = 0")
-        src.append("    while pos < end:")
-        src.append("        start = pos")
-        body = _image_lines(gen, self.columns, event.columns_before, "b", False)
-        if two:
-            if event.partial:
-                body += _partial_after_lines(gen, self.columns, event.columns_after)
-            else:
-                body += _image_lines(gen, self.columns, event.columns_after, "a", False)
-        # an image of no columns takes no bytes: a corrupt event must not loop forever
-        body.append("if pos == start: raise ValueError('row image holds no columns')")
-        body.append("rows += 1")
-        src.extend("        " + line for line in body)
-        src.append("    return pos, rows")
-        code = "\n".join(src)
-        exec(compile(code, "<row decoder>", "exec"), gen.namespace)
-        self._decode = gen.namespace["decode"]
-        self.source = code
+        self._gen = gen
+        self._partial = event.partial
+        self._python_decode: Callable[..., tuple[int, int]] | None = None
         self._program = None
         if (compiled if compiled is not None else COMPILED_ROW_DECODER) and not event.partial:
             if _compiled is None:
@@ -580,6 +564,40 @@ class RowDecoder:
                 two,
                 (make_date, make_datetime, make_timestamp, _EPOCH, datetime2),
             )
+        else:
+            self._python_decode = self._generated_decode()
+
+    def _generated_decode(self) -> Callable[..., tuple[int, int]]:
+        """The Python form, generated and compiled: made at once where there is no compiled
+        form, else only if asked for (compiling it cost a listing of the bundled capture 20 ms,
+        a decoder at a time, for code the compiled form never calls)."""
+        gen, columns = self._gen, self.columns
+        params = [f"b{i}" for i in self._first] + [f"a{i}" for i in self._second]
+        src = [f"def decode(buf, pos, end, {', '.join(params)}):" if params else "def decode(buf, pos, end):"]
+        src.append("    rows = 0")
+        src.append("    while pos < end:")
+        src.append("        start = pos")
+        body = _image_lines(gen, columns, self.before_present, "b", False)
+        if self.kind == RowsKind.UPDATE:
+            if self._partial:
+                body += _partial_after_lines(gen, columns, self.after_present)
+            else:
+                body += _image_lines(gen, columns, self.after_present, "a", False)
+        # an image of no columns takes no bytes: a corrupt event must not loop forever
+        body.append("if pos == start: raise ValueError('row image holds no columns')")
+        body.append("rows += 1")
+        src.extend("        " + line for line in body)
+        src.append("    return pos, rows")
+        exec(compile("\n".join(src), "<row decoder>", "exec"), gen.namespace)
+        decode: Callable[..., tuple[int, int]] = gen.namespace["decode"]
+        return decode
+
+    @property
+    def python_decode(self) -> Callable[..., tuple[int, int]]:
+        """The generated Python form: decode(buf, pos, end, *appends) -> (end, rows)."""
+        if self._python_decode is None:
+            self._python_decode = self._generated_decode()
+        return self._python_decode
 
     @property
     def present(self) -> tuple[list[int], list[int]]:
@@ -614,7 +632,7 @@ class RowDecoder:
             if self._program is not None:
                 end, count = self._program.decode_into(data, outs)
             else:
-                end, count = self._decode(data, 0, len(data), *[out.append for out in outs])
+                end, count = self.python_decode(data, 0, len(data), *[out.append for out in outs])
         except ROW_IMAGE_FAULTS as exc:
             raise ValueError(
                 f"row image of {_where(table_map)} is malformed: {failure_text(exc, len(data))}"
