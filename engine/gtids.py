@@ -1,6 +1,12 @@
 """GTID sets as DBAs write them: MySQL's 'uuid[:tag]:1-5:7' and MariaDB's 'domain-server-seq' lists,
 and MySQL's binary form of a set (COM_BINLOG_DUMP_GTID, Previous_gtids): the number of sids, then per
-sid its 16-byte UUID, the number of intervals and each interval as [start, end) int64 pairs."""
+sid its 16-byte UUID, the number of intervals and each interval as [start, end) int64 pairs.
+
+A set holding tagged GTIDs (MySQL 8.3+) takes the tagged form: its first 8 bytes hold the format
+(1) in their lowest and highest byte and the number of sids in the six between, and each UUID is
+followed by its tag as a mysql::serialization string ('' for an untagged sid). A set without tags
+keeps the untagged form, which every source since 5.6 reads, as MySQL's own replicas send it.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,15 @@ import uuid as uuid_module
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .binlog.serialization import read_string, string_bytes
+
 _U64 = struct.Struct("<Q")
 _INTERVAL = struct.Struct("<qq")  # [start, end) as MySQL writes them: signed 64-bit
 _MARIA_GTID_LIST = re.compile(r"(\d+-\d+-\d+)(,\d+-\d+-\d+)*|")
 _AFTER_ANY = float("inf")  # sorts after every interval end: (n, _AFTER_ANY) follows every (n, hi)
+_TAGGED_FORMAT = 1
+_MAX_SIDS = (1 << 48) - 1  # what the tagged form's six bytes can count
+MAX_TAG_LENGTH = 32  # MySQL 8.3+: a letter or underscore, then up to 31 letters, digits or underscores
 
 
 @dataclass(slots=True, unsafe_hash=True, order=True)
@@ -126,15 +137,19 @@ class GtidSet:
         return str(self).replace(",\n", ",")
 
     def encode(self) -> bytes:
-        """MySQL's binary form, as COM_BINLOG_DUMP_GTID carries it (untagged sets only: a tagged
-        GTID needs 8.3's tagged form, which no source asks of a replica that has none)."""
+        """MySQL's binary form, as COM_BINLOG_DUMP_GTID carries it: the tagged form where a sid has
+        a tag, else the untagged one (see the module's docstring)."""
         sids = [sid for sid in sorted(self._intervals) if self._intervals[sid]]
-        tagged = [str(sid) for sid in sids if sid.tag]
+        tagged = any(sid.tag for sid in sids)
         if tagged:
-            raise ValueError(f"tagged GTIDs cannot be sent in the untagged form: {', '.join(tagged)}")
-        out = [_U64.pack(len(sids))]
+            head = _TAGGED_FORMAT | len(sids) << 8 | _TAGGED_FORMAT << 56
+        else:
+            head = len(sids)
+        out = [_U64.pack(head)]
         for sid in sids:
             out.append(uuid_module.UUID(sid.uuid).bytes)
+            if tagged:
+                out.append(string_bytes(sid.tag))
             ranges = self._intervals[sid]
             out.append(_U64.pack(len(ranges)))
             out.extend(_INTERVAL.pack(lo, hi + 1) for lo, hi in ranges)  # the end is exclusive
@@ -142,17 +157,29 @@ class GtidSet:
 
     @classmethod
     def decode(cls, data: bytes) -> GtidSet:
-        """The set from MySQL's binary (untagged) form; ValueError when `data` is not one."""
+        """The set from MySQL's binary form, tagged or not; ValueError when `data` is not one."""
         if len(data) < 8:
             raise ValueError(f"a GTID set needs 8 bytes at least, not {len(data)}")
-        (count,) = _U64.unpack_from(data, 0)
+        (head,) = _U64.unpack_from(data, 0)
+        tagged = head & 0xFF == _TAGGED_FORMAT and head >> 56 == _TAGGED_FORMAT
+        count = head >> 8 & _MAX_SIDS if tagged else head
         pos, result = 8, cls()
         for _ in range(count):
             if pos + 24 > len(data):
                 raise ValueError(f"the GTID set ends inside its source {_ + 1} of {count}")
-            sid = Sid(str(uuid_module.UUID(bytes=data[pos : pos + 16])))
-            (n_intervals,) = _U64.unpack_from(data, pos + 16)
-            pos += 24
+            source = str(uuid_module.UUID(bytes=data[pos : pos + 16]))
+            pos += 16
+            tag = ""
+            if tagged:
+                try:
+                    tag, pos = read_string(data, pos, MAX_TAG_LENGTH)
+                except ValueError as exc:  # cut short, or too long for a tag
+                    raise ValueError(f"the tag of source {_ + 1} of {count} is not one: {exc}") from None
+                if pos + 8 > len(data):
+                    raise ValueError(f"the GTID set ends inside its source {_ + 1} of {count}")
+            sid = Sid(source, tag)
+            (n_intervals,) = _U64.unpack_from(data, pos)
+            pos += 8
             if pos + 16 * n_intervals > len(data):
                 raise ValueError(f"the GTID set claims {n_intervals} intervals for {sid}, past its end")
             for _ in range(n_intervals):

@@ -15,6 +15,8 @@ import duckdb
 import pytest
 
 from console.cli import main
+from engine.binlog.constants import EventType
+from engine.binlog.reader import BinlogFile
 from engine.gtids import GtidSet
 from engine.receiver.receiver import ReceiverError, ReceiverSettings, SourceAccount, receive
 from engine.repository import Repository
@@ -311,8 +313,26 @@ def test_a_gtid_set_in_mysqls_binary_form_round_trips_and_bad_bytes_are_refused(
     for bad in (encoded[:-1], encoded + b"\0", b"\1\0\0"):
         with pytest.raises(ValueError):
             GtidSet.decode(bad)
-    with pytest.raises(ValueError, match="tagged"):
-        GtidSet.parse(f"{ENUMS}:fleet:1").encode()
+
+
+def test_a_set_with_tagged_gtids_is_sent_in_the_tagged_form_mysql_writes():
+    # A MySQL 8.4 binlog's Previous_gtids holds Gtid_set::encode's bytes: a set with a tag must
+    # come out of encode() as exactly those, untagged sid and tagged one alike
+    path = PUBLIC / "rmc" / "binlog_transaction_with_GTID_TAG.000001"
+    data = path.read_bytes()
+    with BinlogFile(path) as binlog:
+        (previous,) = [e for e in binlog.events() if e.type_code == EventType.PREVIOUS_GTIDS]
+    written = data[previous.pos + 19 : previous.end_pos - 4]  # the body, less header and checksum
+    assert any(sid.tag for sid in previous.event.gtid_set.intervals())
+    assert previous.event.gtid_set.encode() == written
+    assert GtidSet.decode(written) == previous.event.gtid_set
+    tagged = GtidSet.parse(f"{ENUMS}:1-3,{ENUMS}:fleet:1-2:9")
+    assert GtidSet.decode(tagged.encode()) == tagged
+    # a set without tags keeps the untagged form, which sources before 8.3 read
+    assert GtidSet.parse(f"{ENUMS}:1-3").encode()[:8] == (1).to_bytes(8, "little")
+    for bad in (tagged.encode()[:30], tagged.encode()[:-1], tagged.encode() + b"\0"):
+        with pytest.raises(ValueError):
+            GtidSet.decode(bad)
 
 
 def test_relaydeck_receive_auto_position_sends_the_set_given(mysql_source, tmp_path):
@@ -326,3 +346,17 @@ def test_relaydeck_receive_auto_position_sends_the_set_given(mysql_source, tmp_p
     assert relay_gtids(index) == ALL_GTIDS[3:]
     bad = io.StringIO()
     assert main([*argv[:-4], "--auto-position", f"{ENUMS}:1-x", "--retry-count", "1"], out=bad) != 0
+
+
+def test_auto_position_with_tagged_gtids_asks_with_them(mysql_source, tmp_path):
+    """GTIDs tagged on the source (MySQL 8.3+) go into COM_BINLOG_DUMP_GTID in the tagged form:
+    the source reads them back, tag and all, and sends what is outside the set."""
+    given = f"{ENUMS}:1-2,{ENUMS}:fleet:1-40,{BITS}:audit_2:7"
+    out = io.StringIO()
+    argv = ["receive", "--host", mysql_source.host, "--port", str(mysql_source.port), "--user", mysql_source.user,
+            "--password", mysql_source.password, "--channel", "live", "--relay-dir", str(tmp_path / "relay"),
+            "--auto-position", given, "--retry-count", "1"]  # fmt: skip
+    assert main(argv, out=out) == 0, out.getvalue()
+    assert [r.gtids for r in mysql_source.dump_sets] == [GtidSet.parse(given)]
+    (index,) = (tmp_path / "relay").glob("*.index")
+    assert relay_gtids(index) == ALL_GTIDS[2:]

@@ -570,8 +570,6 @@ class _Receiver:
             )  # fmt: skip
         except pymysql.err.MySQLError as exc:
             raise self._lost_or_fatal(exc) from None
-        except ValueError as exc:  # a GTID set that MySQL's untagged form cannot carry
-            raise ReceiverError(ER_REPLICA_FATAL_ERROR, f"COM_BINLOG_DUMP_GTID: {exc}") from None
 
     def _requesting(self) -> None:
         self.phase = "dump"

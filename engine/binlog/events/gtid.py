@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...gtids import GtidSet, MariaGtid, Sid
+from ...gtids import MAX_TAG_LENGTH, GtidSet, MariaGtid, Sid
 from .. import primitives as p
 from ..constants import MariaGtidFlag
+from ..serialization import read_string
 from .base import BinlogEvent, DecodeContext, EventHeader
-from .serialization import read_string
 
 _LOGICAL_TIMESTAMP_TYPECODE = 2
 # plain ints: IntFlag arithmetic costs microseconds, once per transaction
@@ -131,7 +131,7 @@ def decode_previous_gtids(header: EventHeader, body: bytes, ctx: DecodeContext) 
         pos += 16
         tag = ""
         if tagged:
-            tag, pos = read_string(body, pos, 32)
+            tag, pos = read_string(body, pos, MAX_TAG_LENGTH)
         n_intervals = p.u64(body, pos)
         pos += 8
         if n_intervals * 16 > len(body) - pos:

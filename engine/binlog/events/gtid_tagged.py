@@ -6,13 +6,11 @@ then (varint field id, value) pairs in increasing id order; absent fields take d
 
 from __future__ import annotations
 
-from ...gtids import Sid
+from ...gtids import MAX_TAG_LENGTH, Sid
 from .. import primitives as p
+from ..serialization import read_string, read_varlen_signed, read_varlen_unsigned
 from .base import DecodeContext, EventHeader
 from .gtid import Gtid
-from .serialization import read_string, read_varlen_signed, read_varlen_unsigned
-
-_MAX_TAG_LENGTH = 32
 
 
 def decode_gtid_tagged(header: EventHeader, body: bytes, ctx: DecodeContext) -> Gtid:
@@ -31,7 +29,7 @@ def decode_gtid_tagged(header: EventHeader, body: bytes, ctx: DecodeContext) -> 
                 uuid.append(byte & 0xFF)
             fields[1] = bytes(uuid)
         elif field_id == 3:
-            fields[3], pos = read_string(body, pos, _MAX_TAG_LENGTH)
+            fields[3], pos = read_string(body, pos, MAX_TAG_LENGTH)
         elif field_id in (2, 4, 5):
             fields[field_id], pos = read_varlen_signed(body, pos)
         elif field_id <= 11:
