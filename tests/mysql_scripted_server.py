@@ -30,6 +30,8 @@ from pathlib import Path
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from engine.binlog.events.base import DecodeContext, EventHeader
+from engine.binlog.events.gtid_tagged import decode_gtid_tagged
 from engine.gtids import GtidSet, Sid
 
 SERVER_VERSION = "8.4.3"
@@ -46,6 +48,7 @@ SERVER_STATUS_AUTOCOMMIT = 0x2
 UTF8MB4 = 255
 TYPE_VAR_STRING, TYPE_LONGLONG = 0xFD, 0x08
 ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, GTID, ANONYMOUS_GTID, PREVIOUS_GTIDS = 4, 15, 27, 33, 34, 35
+GTID_TAGGED = 42
 LOG_EVENT_ARTIFICIAL = 0x20
 HEADER = struct.Struct("<IBIIIH")
 
@@ -89,11 +92,16 @@ def read_binlog(path: Path, name: str | None = None) -> Binlog:
         _, type_code, _, size, _, _ = HEADER.unpack_from(data, pos)
         event = data[pos : pos + size]
         pos += size
-        if type_code in (GTID, ANONYMOUS_GTID):
+        if type_code in (GTID, ANONYMOUS_GTID, GTID_TAGGED):
             gtid = None
             if type_code == GTID:
                 sid = Sid(str(uuid.UUID(bytes=event[20:36])))
                 gtid = f"{sid}:{struct.unpack_from('<q', event, 36)[0]}"
+            elif type_code == GTID_TAGGED:  # MySQL 8.3+: a serialized message, read as the engine reads it
+                tagged = decode_gtid_tagged(
+                    EventHeader(*HEADER.unpack_from(event)), event[19:], DecodeContext()
+                )
+                gtid = f"{tagged.sid}:{tagged.gno}"
             transactions.append(Transaction(gtid, [event]))
         elif transactions:
             transactions[-1].events.append(event)
@@ -413,7 +421,8 @@ class _Session:
 
 def _contains(gtids: GtidSet, gtid: str) -> bool:
     sid, _, gno = gtid.rpartition(":")
-    return gtids.contains(Sid(sid), int(gno))
+    source, _, tag = sid.partition(":")  # 'uuid:tag' for a tagged GTID
+    return gtids.contains(Sid(source, tag), int(gno))
 
 
 def _event(timestamp: int, type_code: int, server_id: int, log_pos: int, flags: int, body: bytes,

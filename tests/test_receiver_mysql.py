@@ -26,6 +26,7 @@ from tests.relay_logs import RelayLogBuilder
 
 ENUMS = "93e95066-a2f4-11ec-9b69-9657f0ae95e2"  # rmc/mysql-enum-string-set.000001 (8.0.28): :1-5
 BITS = "fbda2ad0-7c46-11ec-ae30-4ef7efc81a2a"  # rmc/mysql_type_bit.000001 (8.0.26): :1-3
+TAGGED_SOURCE = "55778904-0299-11f1-b1b8-4ef0c4956feb"  # rmc/binlog_transaction_with_GTID_TAG.000001 (9.6)
 ALL_GTIDS = [f"{ENUMS}:{n}" for n in range(1, 6)] + [f"{BITS}:{n}" for n in range(1, 4)]
 # What MySQL 8.4's IO thread asks of its source (sql/rpl_replica.cc: get_source_version_and_clock,
 # get_source_uuid, io_thread_init_commands), after PyMySQL's own SET NAMES
@@ -300,6 +301,28 @@ def test_change_replication_source_auto_position_and_show_replica_status(mysql_s
         assert "the source has GTID_MODE = OFF_PERMISSIVE instead of ON" in status["Last_IO_Error"]
     finally:
         replica.close()
+
+
+def test_a_tagged_gtid_received_is_asked_with_after_a_restart_and_not_sent_again(tmp_path):
+    """A MySQL 9.6 source's tagged transaction: counted into the Retrieved_Gtid_Set with its tag,
+    and after a restart the set goes to the source in the tagged form, which skips it."""
+    tagged_log = PUBLIC / "rmc" / "binlog_transaction_with_GTID_TAG.000001"
+    server = ScriptedMySQL([read_binlog(PUBLIC / "rmc" / "mysql-enum-string-set.000001", "binlog.000001"),
+                            read_binlog(tagged_log, "binlog.000002")])  # fmt: skip
+    try:
+        tagged = f"{TAGGED_SOURCE}:mytag:3"
+        first = receive_gtids(server, tmp_path / "relay", Repository(tmp_path / "repo.sqlite"))
+        assert first.caught_up and server.sent_gtids == [*ALL_GTIDS[:5], tagged]
+        retrieved = Repository(tmp_path / "repo.sqlite").received("live")["retrieved_gtid_set"]
+        assert GtidSet.parse(retrieved) == GtidSet.parse(f"{ENUMS}:1-5,{tagged}")
+
+        second = receive_gtids(server, tmp_path / "relay", Repository(tmp_path / "repo.sqlite"))
+        assert second.caught_up
+        assert server.dump_sets[1].gtids == GtidSet.parse(retrieved)
+        assert server.sent_gtids == [*ALL_GTIDS[:5], tagged]  # nothing twice
+    finally:
+        server.stop()
+    assert not server.errors, server.errors
 
 
 def test_a_gtid_set_in_mysqls_binary_form_round_trips_and_bad_bytes_are_refused():
