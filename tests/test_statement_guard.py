@@ -20,6 +20,7 @@ from engine.slave.guard import (
     ALLOWED_FUNCTIONS,
     ALLOWED_NODES,
     MYSQL_FUNCTIONS,
+    SOURCE_ONLY_FUNCTIONS,
     RefusedStatement,
     collect_classes,
 )
@@ -181,6 +182,28 @@ def test_every_duckdb_setting_function_is_refused(function, catalog):
 )
 def test_statements_reaching_outside_the_replicated_databases_are_refused(sql, what, catalog):
     assert_refused(sql, catalog, what)
+
+
+@pytest.mark.parametrize("function", sorted(SOURCE_ONLY_FUNCTIONS))
+def test_mysqls_own_functions_only_the_source_could_compute_are_refused_as_such(function, catalog):
+    # SLEEP, UUID, VERSION and the like are MySQL's: a DBA is told why the slave will not run
+    # them, not that MySQL has no such function
+    with pytest.raises(UntranslatableStatement) as refused:
+        translate(f"INSERT INTO t VALUES (6, {function}())", catalog)
+    message = str(refused.value)
+    assert function.lower() in message.lower()
+    assert "is not a MySQL function" not in message
+    assert "reproduce" in message
+
+
+def test_a_column_added_with_a_default_only_the_source_could_compute_is_refused_as_such(catalog):
+    # the source filled its rows with values of its own, which no event carries
+    with pytest.raises(RefusedStatement, match=r"(?i)uuid\(\) gives what only the source server knew"):
+        DdlTranslator().translate("ALTER TABLE t ADD COLUMN u VARCHAR(36) DEFAULT (uuid())", "shop", catalog)
+    with pytest.raises(RefusedStatement, match=r"(?i)no_such_function\(\) is not a MySQL function"):
+        DdlTranslator().translate(
+            "ALTER TABLE t ADD COLUMN u INT DEFAULT (no_such_function())", "shop", catalog
+        )
 
 
 def test_a_table_without_a_database_is_refused(catalog):

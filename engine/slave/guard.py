@@ -79,6 +79,19 @@ MYSQL_FUNCTIONS = frozenset(
     """.split()
 )
 
+# MySQL's own functions left out of MYSQL_FUNCTIONS on purpose (see above): what they give depends
+# on the source server, its host, its session or the moment, so the slave computing them again
+# would not hold what the source held. Refused with that reason, not as strangers to MySQL.
+SOURCE_ONLY_FUNCTIONS = frozenset(
+    """
+    BENCHMARK CONNECTION_ID CURRENT_ROLE CURRENT_USER DATABASE FOUND_ROWS GET_LOCK GTID_SUBSET
+    GTID_SUBTRACT ICU_VERSION IS_FREE_LOCK IS_USED_LOCK LOAD_FILE MASTER_POS_WAIT
+    RELEASE_ALL_LOCKS RELEASE_LOCK ROLES_GRAPHML ROW_COUNT SCHEMA SESSION_USER SLEEP
+    SOURCE_POS_WAIT SYSTEM_USER USER UUID UUID_SHORT VERSION WAIT_FOR_EXECUTED_GTID_SET
+    WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS
+    """.split()
+)
+
 # MySQL query syntax the node classes are collected from (with the functions above): every form a
 # replicated INSERT/UPDATE/DELETE can take, and the operators MySQL has.
 _MYSQL_SYNTAX = (
@@ -217,12 +230,11 @@ def check_statement(
         if kind is exp.Table:
             _check_table(statement, node, schemas, extra, ctes)
         elif kind is exp.Anonymous:
-            name = node.name.upper()
-            if name not in MYSQL_FUNCTIONS:
-                raise RefusedStatement(statement, f"function {node.name}() is not a MySQL function")
+            if node.name.upper() not in MYSQL_FUNCTIONS:
+                raise RefusedStatement(statement, _refused_function(node))
         elif issubclass(kind, exp.Func):
             if kind.__name__ not in ALLOWED_FUNCTIONS:
-                raise RefusedStatement(statement, f"function {_sql_name(node)}() is not a MySQL function")
+                raise RefusedStatement(statement, _refused_function(node))
         elif kind.__name__ not in ALLOWED_NODES:
             raise RefusedStatement(statement, f"{_describe(node)} is not part of a MySQL statement")
 
@@ -253,6 +265,16 @@ def _check_table(
         raise RefusedStatement(statement, f"`{schema}` is not a replicated database")
     # A database the slave does not hold: what MySQL would answer, and nothing reaches DuckDB.
     raise ApplyError(ER_NO_SUCH_TABLE, f"Table '{schema}.{name}' doesn't exist")
+
+
+def _refused_function(node: exp.Expression) -> str:
+    name = _sql_name(node)
+    if not isinstance(node, exp.Anonymous):
+        # as MySQL spells it: sqlglot's name for DATABASE() is CURRENT_SCHEMA
+        name = node.sql(dialect="mysql").split("(", 1)[0] or name
+    if name.upper() in SOURCE_ONLY_FUNCTIONS:
+        return f"function {name}() gives what only the source server knew when it ran: the slave cannot reproduce it"
+    return f"function {name}() is not a MySQL function"
 
 
 def _sql_name(node: exp.Expression) -> str:
