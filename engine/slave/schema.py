@@ -86,6 +86,54 @@ class MysqlForeignKey:
 
 
 @dataclass(frozen=True, slots=True)
+class MysqlPartition:
+    """One partition of a RANGE or LIST partitioned table, its bounds as MySQL SQL text.
+
+    values: RANGE: one tuple, the LESS THAN bound per column ('MAXVALUE' where it is); LIST: one
+    tuple per value listed (one element per column); None: MariaDB's DEFAULT partition of a LIST;
+    () for HASH and KEY partitions, which have no bounds."""
+
+    name: str
+    values: tuple[tuple[str, ...], ...] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "values": None if self.values is None else [list(v) for v in self.values]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MysqlPartition:
+        values = data.get("values")
+        return cls(data["name"], None if values is None else tuple(tuple(v) for v in values))
+
+
+@dataclass(frozen=True, slots=True)
+class MysqlPartitioning:
+    """How a table is partitioned on the source (PARTITION BY): what DROP and TRUNCATE PARTITION
+    need to know which rows a partition holds (ddl/partitions.py)."""
+
+    method: str  # RANGE, LIST, HASH, KEY (LINEAR HASH and LINEAR KEY as such), SYSTEM_TIME
+    columns: bool  # RANGE COLUMNS / LIST COLUMNS: `expression` is a list of columns
+    expression: str  # the MySQL text inside PARTITION BY method (...)
+    partitions: tuple[MysqlPartition, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "columns": self.columns,
+            "expression": self.expression,
+            "partitions": [p.to_dict() for p in self.partitions],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MysqlPartitioning:
+        return cls(
+            data["method"],
+            bool(data["columns"]),
+            data["expression"],
+            tuple(MysqlPartition.from_dict(p) for p in data.get("partitions", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class MysqlTable:
     """A table: columns in MySQL's ordinal order, primary key, unique keys and every secondary index.
 
@@ -105,6 +153,7 @@ class MysqlTable:
     foreign_keys: tuple[MysqlForeignKey, ...] = ()
     charset: str | None = None  # table default, applied to text columns declared without one
     collation: str | None = None
+    partitioning: MysqlPartitioning | None = None  # PARTITION BY on the source; the slave has none
 
     def __post_init__(self) -> None:
         if len(self.unique_key_names) != len(self.unique_keys):
@@ -138,6 +187,14 @@ class MysqlTable:
         return replace(self, schema=schema, name=name)
 
     def to_dict(self) -> dict[str, Any]:
+        data = self._fields_dict()
+        if (
+            self.partitioning is not None
+        ):  # absent otherwise: the documents of unpartitioned tables stay as they were
+            data["partitioning"] = self.partitioning.to_dict()
+        return data
+
+    def _fields_dict(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "name": self.name,
@@ -167,6 +224,9 @@ class MysqlTable:
             foreign_keys=tuple(MysqlForeignKey.from_dict(f) for f in data.get("foreign_keys", ())),
             charset=data.get("charset"),
             collation=data.get("collation"),
+            partitioning=(
+                MysqlPartitioning.from_dict(data["partitioning"]) if data.get("partitioning") else None
+            ),
         )
 
 

@@ -7,12 +7,15 @@ ALTER TABLE: the clauses (`split_alter`) apply in order to a draft of the table
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot.tokens import TokenType
 
 from ..schema import MysqlDatabase
 from .apply_alter import ClauseScope, apply_clause
 from .draft import Draft
 from .model import charset_of_collation
+from .partitions import MAINTENANCE, alter_partitions, partition_by_at, partitioning_at, removes_partitioning
 from .plan import IGNORED_OBJECTS, DdlPlan
 from .pretransforms import table_options
 from .realize import AlterRealizer
@@ -71,12 +74,19 @@ def _alter_table(t: Translation, tk: Tokens, k: int) -> DdlPlan:
     if t.catalog.resolve(*key) is None and if_exists:
         return t.ignored(f"table `{key[0]}`.`{key[1]}` does not exist (IF EXISTS)")
     table, temporary = t.table_for_ddl(*key)
+    if tk.word(k) in MAINTENANCE and tk.word(k + 1) == "PARTITION":
+        return alter_partitions(t, tk, k, table, temporary)
     clauses = alter_clauses(tk, k, len(tk), t.notes)
     draft = Draft.of(table)
     scope = ClauseScope(t.notes, t.new_name)
     for clause in clauses:
         apply_clause(draft, clause, scope)
     new = draft.table()
+    partition_by = partition_by_at(tk, k, len(tk))
+    if partition_by < len(tk):
+        new = replace(new, partitioning=partitioning_at(tk, partition_by, len(tk)))
+    elif removes_partitioning(tk, k, len(tk)):
+        new = replace(new, partitioning=None)
     if temporary:
         if new.key != table.key:
             t.catalog.remove_temporary(*table.key)

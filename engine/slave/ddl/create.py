@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..schema import MysqlDatabase, MysqlTable
+from ..schema import MysqlDatabase, MysqlPartitioning, MysqlTable
 from .draft import Draft, Slot
 from .model import (
     KeySpec,
@@ -24,6 +24,7 @@ from .model import (
     key_spec,
     name_of,
 )
+from .partitions import partition_by_at, partitioning_at
 from .plan import IGNORED_OBJECTS, DdlPlan
 from .pretransforms import CharsetOptions, canonical_create_index, canonical_create_table, table_options
 from .tokens import Tokens, TranslationError, parse
@@ -88,7 +89,9 @@ def _create_table(t: Translation, tk: Tokens) -> DdlPlan:
     tree = parse(create.text, "CREATE TABLE")
     if not isinstance(tree, exp.Create):
         raise TranslationError("expected CREATE TABLE")
-    return _create_table_from(t, tree, create.options)
+    partition_by = partition_by_at(tk, 0, len(tk))
+    partitioning = partitioning_at(tk, partition_by, len(tk)) if partition_by < len(tk) else None
+    return _create_table_from(t, tree, create.options, partitioning)
 
 
 def _existing_for_create(
@@ -114,7 +117,9 @@ def _existing_for_create(
     raise TranslationError(f"table `{schema}`.`{name}` already exists in the catalog")
 
 
-def _create_table_from(t: Translation, tree: exp.Create, options: CharsetOptions) -> DdlPlan:
+def _create_table_from(
+    t: Translation, tree: exp.Create, options: CharsetOptions, partitioning: MysqlPartitioning | None = None
+) -> DdlPlan:
     schema_node = tree.this
     table_node = schema_node.this if isinstance(schema_node, exp.Schema) else schema_node
     if not isinstance(table_node, exp.Table):
@@ -148,6 +153,7 @@ def _create_table_from(t: Translation, tree: exp.Create, options: CharsetOptions
     # keys last (InnoDB adds an index for one only if no other key covers its columns).
     for spec in sorted(keys, key=lambda s: s.kind == "foreign"):
         draft.add_key(spec)
+    draft.partitioning = partitioning
     return _finish_create(t, draft.table())
 
 

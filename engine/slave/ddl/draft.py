@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from ..schema import MysqlColumn, MysqlForeignKey, MysqlTable, same_column_name
+from ..schema import MysqlColumn, MysqlForeignKey, MysqlPartitioning, MysqlTable, same_column_name
 from .model import ColumnDefinition, KeySpec, name_of
 from .pretransforms import CharsetOptions
 from .tokens import TranslationError
@@ -41,6 +41,7 @@ class Draft:
     charset: str | None
     collation: str | None
     temporary: bool
+    partitioning: MysqlPartitioning | None = None
 
     @classmethod
     def of(cls, table: MysqlTable) -> Draft:
@@ -55,6 +56,7 @@ class Draft:
             charset=table.charset,
             collation=table.collation,
             temporary=table.temporary,
+            partitioning=table.partitioning,
         )
 
     @classmethod
@@ -76,6 +78,7 @@ class Draft:
             foreign_keys=tuple(self.foreign_keys),
             charset=self.charset,
             collation=self.collation,
+            partitioning=self.partitioning,
         )
 
     # -- columns -----------------------------------------------------------------------------
