@@ -183,9 +183,13 @@ def _bounded(table: MysqlTable, what: str) -> MysqlPartitioning:
             "before relaydeck kept partition definitions), so the rows to delete are unknown"
         )
     if partitioning.method not in _BOUNDED:
+        how = (
+            "by MySQL's hash functions"
+            if "HASH" in partitioning.method or "KEY" in partitioning.method
+            else "by time"
+        )
         raise TranslationError(
-            f"{what}: {partitioning.method} partitions place rows by MySQL's hash functions, "
-            "which the slave does not reproduce"
+            f"{what}: {partitioning.method} partitions place rows {how}, which the slave does not reproduce"
         )
     return partitioning
 
