@@ -4,11 +4,14 @@ follows from the partition definitions its catalog keeps, across two replays).""
 
 from __future__ import annotations
 
+import subprocess
+
 import duckdb
+import pytest
 
-from tests.test_receiver import receive, replay
+from tests.conftest import replay_argv
+from tests.test_receiver import receive
 
-DATABASE = "parts"
 TABLES = {
     # RANGE on an expression; no key, so NULL years can be stored (NULL: the first partition)
     "by_year": (
@@ -72,45 +75,54 @@ SECOND_CHANGES = [
 ]
 
 
-def run(server, statements: list[str]) -> None:
+def run(server, database: str, statements: list[str]) -> None:
     with server.connect() as conn, conn.cursor() as cur:
-        cur.execute(f"USE {DATABASE}")
+        cur.execute(f"USE {database}")
         for statement in statements:
             cur.execute(statement)
 
 
-def source_rows(server, table: str) -> list[tuple]:
+def source_rows(server, database: str, table: str) -> list[tuple]:
     with server.connect() as conn, conn.cursor() as cur:
-        cur.execute(f"SELECT * FROM {DATABASE}.{table} ORDER BY id")
+        cur.execute(f"SELECT * FROM {database}.{table} ORDER BY id")
         return [tuple(row) for row in cur.fetchall()]
 
 
-def slave_rows(slave, table: str) -> list[tuple]:
+def slave_rows(slave, database: str, table: str) -> list[tuple]:
     with duckdb.connect(str(slave), read_only=True) as conn:
-        return [tuple(row) for row in conn.sql(f"SELECT * FROM {DATABASE}.{table} ORDER BY id").fetchall()]
+        return [tuple(row) for row in conn.sql(f"SELECT * FROM {database}.{table} ORDER BY id").fetchall()]
 
 
-def assert_same_rows(server, slave) -> None:
+def assert_same_rows(server, slave, database: str) -> None:
     for table in TABLES:
-        assert slave_rows(slave, table) == source_rows(server, table), table
+        assert slave_rows(slave, database, table) == source_rows(server, database, table), table
 
 
-def test_partition_maintenance_on_the_source_leaves_the_slave_with_its_rows(mariadb_source, tmp_path):
+@pytest.mark.parametrize(
+    ("database", "options"),
+    [("parts", ()), ("parts_parallel", ("--workers", "2", "--parallel-type", "writeset"))],
+)
+def test_partition_maintenance_on_the_source_leaves_the_slave_with_its_rows(
+    mariadb_source, tmp_path, database, options
+):
     with mariadb_source.connect() as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {DATABASE}")
-    run(mariadb_source, [*TABLES.values(), *FIRST_ROWS, *FIRST_CHANGES])
-    assert len(source_rows(mariadb_source, "by_year")) == 4  # what the source kept
+        cur.execute(f"CREATE DATABASE {database}")
+    run(mariadb_source, database, [*TABLES.values(), *FIRST_ROWS, *FIRST_CHANGES])
+    assert len(source_rows(mariadb_source, database, "by_year")) == 4  # what the source kept
     relay = tmp_path / "relay"
     index = relay / "relay-bin-parts.index"
+    slave = tmp_path / "slave.duckdb"
+    replay = replay_argv(slave, tmp_path / "repo.sqlite", f"parts={index}", *options)
+    # the source's binlogs hold the other run's database too: the slave holds it as well
     receive(mariadb_source, relay, "parts")
-    done = replay(tmp_path, "parts", index)
+    done = subprocess.run(replay, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert_same_rows(mariadb_source, tmp_path / "slave.duckdb")
+    assert_same_rows(mariadb_source, slave, database)
 
     # a second replay: the partition lists come from the catalog the slave stored
-    run(mariadb_source, SECOND_CHANGES)
+    run(mariadb_source, database, SECOND_CHANGES)
     receive(mariadb_source, relay, "parts")
-    done = replay(tmp_path, "parts", index)
+    done = subprocess.run(replay, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert_same_rows(mariadb_source, tmp_path / "slave.duckdb")
-    assert source_rows(mariadb_source, "by_hash") == [(5, 5)]
+    assert_same_rows(mariadb_source, slave, database)
+    assert source_rows(mariadb_source, database, "by_hash") == [(5, 5)]
