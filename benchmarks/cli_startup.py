@@ -53,11 +53,11 @@ def commands(repository: Path) -> dict[str, list[str]]:
     }
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+def timed(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one run; a command that fails stops the benchmark."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {done.stderr.decode(errors='replace')[-500:]}")
@@ -83,7 +83,8 @@ def main() -> int:
     parser.add_argument("--baseline-checkout", type=Path, default=None, metavar="PATH")
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
-    pythons = {"this": (sys.executable, None)}
+    # `python -m` looks in its working folder first: each checkout runs from its own
+    pythons: dict[str, tuple[str, dict[str, str] | None, Path]] = {"this": (sys.executable, None, ROOT)}
     if args.baseline_checkout is not None:
         baseline = args.baseline_checkout.resolve()
         python = baseline / ".venv" / "bin" / "python"
@@ -92,7 +93,7 @@ def main() -> int:
                 f"{baseline} has no .venv: python3 -m venv .venv && .venv/bin/pip install -e . there"
             )
         write_bytecode(baseline)
-        pythons["baseline"] = (str(python), {**os.environ, "PYTHONPATH": str(baseline)})
+        pythons["baseline"] = (str(python), {**os.environ, "PYTHONPATH": str(baseline)}, baseline)
     tool = shutil.which("mariadb-binlog")
     files = [str(CAPTURE / line.strip().removeprefix("./")) for index in INDEXES
              for line in Path(index).read_text().splitlines() if line.strip()]  # fmt: skip
@@ -102,9 +103,9 @@ def main() -> int:
         runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(args.rounds):  # interleaved: each sees the same machine load
             for name, arguments in measured.items():
-                for checkout, (python, env) in pythons.items():
+                for checkout, (python, env, cwd) in pythons.items():
                     runs.setdefault((name, checkout), []).append(
-                        timed([python, "-m", "console.cli", *arguments], env)
+                        timed([python, "-m", "console.cli", *arguments], env, cwd)
                     )
             if tool is not None:
                 runs.setdefault(("mariadb_binlog_decode_rows", "tool"), []).append(

@@ -3,9 +3,9 @@
 One module per subcommand, each with `add_parser(subparsers)` (its options) and its `cmd_…(args,
 out)`; this module builds the parser from them and holds `main`. A subcommand imports what it
 runs (the decoders, the listing, DuckDB, the server, Spark, Textual, PyMySQL) inside its `cmd_…`,
-so building the parser loads none of it (tests/test_cli_startup.py): `relaydeck --help` took
-0.06 s against 0.14 s when `events` and `analyze` loaded their engine parts with the module, and
-`relaydeck status --json` 0.20 s against 0.26 s (medians of 9, side by side).
+so building the parser loads none of it (tests/test_cli_startup.py): `relaydeck --help` takes
+0.06 s against 0.16 s when `events` and `analyze` loaded their engine parts with the module, and
+`relaydeck status --json` 0.27 s against 0.33 s (benchmarks/cli_startup.py, medians of 15 rounds).
 """
 
 from __future__ import annotations
