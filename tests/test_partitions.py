@@ -82,12 +82,18 @@ def test_drop_partition_deletes_what_the_partition_held(replica):
         ("ALTER TABLE r DROP PARTITION nope", "has no partition `nope`"),
         ("ALTER TABLE r DROP PARTITION p0, p1", "every partition"),
         ("ALTER TABLE plain DROP PARTITION p0", "holds no partitioning"),
+        ("ALTER TABLE s DROP PARTITION a", "string comparison"),  # collations: 'US' = 'us'
+        ("ALTER TABLE s TRUNCATE PARTITION a", "string comparison"),
         ("ALTER TABLE r EXCHANGE PARTITION p0 WITH TABLE plain", "moves rows without logging them"),
     ],
 )
 def test_what_cannot_be_followed_is_refused_with_its_reason(replica, statement, reason):
     replica.run("CREATE TABLE h (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2")
     replica.run("CREATE TABLE plain (id INT PRIMARY KEY)")
+    replica.run(
+        "CREATE TABLE s (c VARCHAR(2) NOT NULL PRIMARY KEY) PARTITION BY LIST COLUMNS (c) "
+        "(PARTITION a VALUES IN ('us'), PARTITION b VALUES IN ('ca'))"
+    )
     with pytest.raises(UntranslatableStatement, match=reason):
         replica.run(statement)
 

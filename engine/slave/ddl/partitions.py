@@ -16,9 +16,10 @@ them:
 The DELETE is written in MySQL's SQL and translated as a replicated statement is
 (slave/statements.py), so the partitioning expression (YEAR(d), TO_DAYS(d), …) means on the slave
 what it meant on the source, and one the slave cannot compute is refused, not guessed.
-HASH and KEY partitions place rows by MySQL's hash functions, which the slave does not reproduce:
-a TRUNCATE PARTITION of one of them is refused (TRUNCATE PARTITION ALL empties the table under
-any method). A table the catalog holds without its partitioning (created by a version that did not
+HASH and KEY partitions place rows by MySQL's hash functions, and COLUMNS partitions over CHAR,
+VARCHAR or BINARY by MySQL's string comparison (the column's collation: case, accents, trailing
+spaces), neither of which the slave reproduces: DROP / TRUNCATE PARTITION of them is refused
+(TRUNCATE PARTITION ALL empties the table under any method). A table the catalog holds without its partitioning (created by a version that did not
 keep it) gets the same refusal as before, naming why.
 """
 
@@ -144,6 +145,7 @@ def alter_partitions(t: Translation, tk: Tokens, k: int, table: MysqlTable, temp
         names = [tk.name(start) for start, _ in tk.split(*rest)]
         what = f"{verb} PARTITION"
         bounded = _bounded(table, what)
+        _check_keys_compare_alike(bounded, table, what)
         dropped = [_position(bounded, name, table) for name in names]
         where = " OR ".join(f"({_holds(bounded, i)})" for i in sorted(set(dropped)))
         kept = bounded.partitions
@@ -192,6 +194,23 @@ def _bounded(table: MysqlTable, what: str) -> MysqlPartitioning:
             f"{what}: {partitioning.method} partitions place rows {how}, which the slave does not reproduce"
         )
     return partitioning
+
+
+def _check_keys_compare_alike(partitioning: MysqlPartitioning, table: MysqlTable, what: str) -> None:
+    """COLUMNS partitioning over CHAR / VARCHAR places rows by the column's collation (case- and
+    often accent-insensitive, trailing spaces ignored) and BINARY pads its bytes; the slave
+    compares neither way, so which rows such a partition held is not certain: refused."""
+    if not partitioning.columns:
+        return  # RANGE / LIST on an integer expression
+    for key in _keys(partitioning):
+        name = key.strip().strip("`").replace("``", "`")
+        position = table.column_index(name)
+        column = table.columns[position] if position is not None else None
+        if column is not None and column.base_type in ("char", "varchar", "binary"):
+            raise TranslationError(
+                f"{what}: partitioning column `{column.name}` ({column.mysql_type}) places rows by MySQL's "
+                "string comparison, which the slave does not reproduce"
+            )
 
 
 def _position(partitioning: MysqlPartitioning, name: str, table: MysqlTable) -> int:
