@@ -19,8 +19,8 @@ what it meant on the source, and one the slave cannot compute is refused, not gu
 HASH and KEY partitions place rows by MySQL's hash functions, and COLUMNS partitions over CHAR,
 VARCHAR or BINARY by MySQL's string comparison (the column's collation: case, accents, trailing
 spaces), neither of which the slave reproduces: DROP / TRUNCATE PARTITION of them is refused
-(TRUNCATE PARTITION ALL empties the table under any method). A table the catalog holds without its partitioning (created by a version that did not
-keep it) gets the same refusal as before, naming why.
+(TRUNCATE PARTITION ALL empties the table under any method). A table the catalog holds without
+its partitioning (created by a version that did not keep it) is refused too, saying so.
 """
 
 from __future__ import annotations
@@ -45,25 +45,19 @@ MAINTENANCE = ("ADD", "DROP", "TRUNCATE", "REORGANIZE", "COALESCE")
 
 def partition_by_at(tk: Tokens, i: int, j: int) -> int:
     """Where PARTITION BY starts among tokens i..j-1, outside parentheses; j when it does not."""
-    k = i
-    while k < j:
-        if tk.kind(k) == TokenType.L_PAREN:
-            k = tk.close(k) + 1
-            continue
-        if tk.words(k, "PARTITION", "BY"):
-            return k
-        k += 1
-    return j
+    return _words_at(tk, i, j, "PARTITION", "BY")
 
 
 def removes_partitioning(tk: Tokens, i: int, j: int) -> bool:
     """Whether tokens i..j-1 say REMOVE PARTITIONING, outside parentheses."""
-    k = tk.find_word(i, j, "REMOVE")
-    while k < j:
-        if tk.words(k, "REMOVE", "PARTITIONING"):
-            return True
-        k = tk.find_word(k + 1, j, "REMOVE")
-    return False
+    return _words_at(tk, i, j, "REMOVE", "PARTITIONING") < j
+
+
+def _words_at(tk: Tokens, i: int, j: int, *words: str) -> int:
+    k = tk.find_word(i, j, words[0])
+    while k < j and not tk.words(k, *words):
+        k = tk.find_word(k + 1, j, words[0])
+    return k
 
 
 def partitioning_at(tk: Tokens, k: int, j: int) -> MysqlPartitioning:
