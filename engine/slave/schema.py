@@ -187,15 +187,7 @@ class MysqlTable:
         return replace(self, schema=schema, name=name)
 
     def to_dict(self) -> dict[str, Any]:
-        data = self._fields_dict()
-        if (
-            self.partitioning is not None
-        ):  # absent otherwise: the documents of unpartitioned tables stay as they were
-            data["partitioning"] = self.partitioning.to_dict()
-        return data
-
-    def _fields_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "schema": self.schema,
             "name": self.name,
             "columns": [c.to_dict() for c in self.columns],
@@ -209,6 +201,10 @@ class MysqlTable:
             "charset": self.charset,
             "collation": self.collation,
         }
+        # absent when unpartitioned: those tables' stored documents stay as they were
+        if self.partitioning is not None:
+            data["partitioning"] = self.partitioning.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MysqlTable:
