@@ -56,13 +56,13 @@ ensure_mariadb_client() {
 }
 
 ensure_mariadb_server() {
-  # the receiver's tests replicate from a private mariadbd they start
-  command -v mariadbd >/dev/null 2>&1 && return 0
-  [ -x /usr/sbin/mariadbd ] && return 0
+  # the receiver's tests replicate from a private mariadbd they start, under sysbench's load
+  { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } \
+    && command -v sysbench >/dev/null 2>&1 && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq mariadb-server sysbench >/dev/null
 }
 
 ensure_java() {

@@ -37,8 +37,8 @@ from .gc_tuning import relax_garbage_collector
 from .pool import Executor, make_executor
 from .pool.handover import sweep_orphans
 from .relaylog.index import RelayLogSet, read_index, validate_channel_name
-from .repository import Repository, mysql_timestamp
-from .slave.database import Slave
+from .repository import Repository, RepositoryError, mysql_timestamp
+from .slave.database import ChannelProgress, Slave
 from .transactions import Transaction, TransactionRecord
 from .without_pandas import settle_arrow_without_pandas
 
@@ -258,6 +258,33 @@ class ChannelRun:
         live.last_applied, live.last_applied_at = last.gtid or str(last.end), time.time()
         if self.settings.on_commit is not None:
             self.settings.on_commit(transactions)
+        if self.repository is not None and self.applier is not None:
+            try:
+                self._publish_applied(self.applier.applied_progress())
+            except RepositoryError:
+                pass  # status only: the next commit or publish() writes it; the apply goes on
+
+    def _publish_applied(self, progress: ChannelProgress) -> None:
+        """Status as it happens: at each commit, what the channel executed and where it stands
+        (the full status, workers and pool, stays with publish(), a few times a second)."""
+        assert self.repository is not None
+        live = self.live
+        self.repository.publish_applied(
+            self.spec.name,
+            {
+                "Relay_log_name": progress.relay_log_file,
+                "Relay_log_pos": progress.relay_log_pos,
+                "Master_log_name": progress.source_log_file or "",
+                "Master_log_pos": progress.source_log_pos,
+                "Executed_gtid_set": progress.executed_gtids,
+            },
+            {
+                "transactions_applied": progress.transactions,
+                "relay_log_file_applied": progress.relay_log_file,
+                "relay_log_pos_applied": progress.relay_log_pos,
+                "lag_s": _lag(live),
+            },
+        )
 
     def _wait_for_index(self) -> RelayLogSet | None:
         """Following may start before the relay log does: wait (on file-system events) for an index
@@ -364,9 +391,7 @@ class ChannelRun:
             "SERVICE_STATE": "ON" if live.state in ("ON", "RECOVERING", "WAITING FOR RELAY LOG") else "OFF",
             "LAST_PROCESSED_TRANSACTION": live.last_transaction or "",
         }
-        lag = None
-        if live.last_commit_ts is not None and live.applied_commit_ts is not None:
-            lag = max(0.0, live.last_commit_ts - live.applied_commit_ts)
+        lag = _lag(live)
         stats: dict[str, object] = {
             "channel": spec.name,
             "transactions_applied": applied,
@@ -486,6 +511,13 @@ class ChannelRun:
         self._rates[key] = (now, count)
         self._smoothed[key] = rate
         return rate
+
+
+def _lag(live: _Live) -> float | None:
+    """Seconds between the source commits of the last transaction read and the last applied."""
+    if live.last_commit_ts is None or live.applied_commit_ts is None:
+        return None
+    return max(0.0, live.last_commit_ts - live.applied_commit_ts)
 
 
 def _size(path: Path) -> int:

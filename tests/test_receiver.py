@@ -14,6 +14,7 @@ import duckdb
 import pytest
 
 from console.cli import main
+from engine.relaylog.index import read_index
 from tests.conftest import replay_argv
 
 TABLES = {
@@ -469,3 +470,35 @@ def test_a_following_receiver_runs_until_stop_replica_io_thread(mariadb_source, 
         assert replica.status("f")[0].retrieved_gtid_set == gtid_binlog_pos(mariadb_source)
     finally:
         replica.close()
+
+
+def test_a_restart_goes_on_after_what_the_relay_logs_hold_past_the_recording(mariadb_source, tmp_path):
+    """A receiver killed after it wrote and flushed transactions but before it recorded them: the
+    applier may have applied them already, so the next run keeps them (no relay file shrinks),
+    records them as retrieved and fetches only what follows."""
+    from engine.repository import Repository
+
+    relay_dir, repo = tmp_path / "relay", tmp_path / "repo.sqlite"
+    index = relay_dir / "relay-bin-kept.index"
+    write_load(mariadb_source, "shop11", 12, seed=21)
+    receive(mariadb_source, relay_dir, "kept", "--repository", str(repo))
+    sizes = {path.name: path.stat().st_size for path in read_index(index).files}
+    last = read_index(index).files[-1].name
+    events = [e for e in relay_events(index) if e["log_name"] == last]
+    # the kill: the recording stands after the first transaction of the last relay file
+    xid = next(i for i, e in enumerate(events) if e["event_type"] == "Xid")
+    gtid = next(e for e in reversed(events[:xid]) if e["event_type"] == "Gtid")["info"].split()[-1]
+    with Repository(repo) as repository:
+        held = repository.received("kept")
+        repository.record_received(
+            "kept", held["Master_log_name"], events[xid]["end_log_pos"], gtid, last, events[xid + 1]["pos"]
+        )
+    assert held["retrieved_gtid_set"] != gtid
+    write_load(mariadb_source, "shop11", 5, seed=23)
+    receive(mariadb_source, relay_dir, "kept", "--repository", str(repo))
+    for name, size in sizes.items():
+        assert (relay_dir / name).stat().st_size == size, f"{name} was cut back"
+    assert_each_transaction_received_once(index)
+    done = replay(tmp_path, "kept", index)
+    assert done.returncode == 0, done.stderr
+    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop11")

@@ -393,6 +393,14 @@ class ParallelApplier(Scheduling, Workers):
 
     # -- status --------------------------------------------------------------------------------
 
+    def applied_progress(self) -> ChannelProgress:
+        """Where the channel stands now: the LWM with its GTIDs, between two checkpoints too."""
+        with self._lock:
+            job, lwm, executed = self._lwm_job, self._gaq.lwm, str(self._lwm_executed)
+        if job is None or lwm == self.progress.transactions:
+            return self.progress
+        return progress_after(self.progress, job.txn, executed, lwm)
+
     def worker_status(self) -> list[WorkerStatus]:
         with self._lock:
             return [

@@ -324,8 +324,6 @@ class Workers(ChannelWork):
             if self._aborting:
                 raise ChannelAborted
         session.commit()
-        if self.on_commit is not None:
-            self.on_commit(transactions)
         last = batch[-1].txn
         with self._lock:
             passed = self._gaq.commit(ordinals)
@@ -351,6 +349,8 @@ class Workers(ChannelWork):
             self.stats.commits += 1
             self.stats.bytes += sum(job.txn.size for job in batch)
             self._lock.notify_all()
+        if self.on_commit is not None:  # after the LWM moved: applied_progress() includes the batch
+            self.on_commit(transactions)
 
     @staticmethod
     def _apply_prepared(session: Slave, executor: TransactionExecutor, parts: list[list[object]]) -> None:

@@ -395,13 +395,17 @@ class ChannelApplier:
         progress = progress_after(self.progress, batch[-1], str(executed), seqno)
         self.slave.record(progress, commits)
         self.slave.commit()
+        self.progress, self.executed = progress, executed
         if self.on_commit is not None:
             self.on_commit(batch)
-        self.progress, self.executed = progress, executed
         self.stats.transactions += len(batch)
         self.stats.commits += 1
         self.stats.bytes += sum(t.size for t in batch)
         self.stats.row_changes = self.executor.rows.rows_applied
+
+    def applied_progress(self) -> ChannelProgress:
+        """Where the channel stands now (its last commit)."""
+        return self.progress
 
     def _rollback(self) -> None:
         self.slave.rollback()

@@ -12,10 +12,12 @@ that set. The answer is one packet per event (0x00 then the event), an EOF at th
 binary logs when the dump does not block, or an error.
 
 With a repository, the position reached is recorded in its master_info (with the
-Retrieved_Gtid_Set and where the relay logs end for it) at most every RECORD_INTERVAL seconds and at
-the end, always after the relay bytes it covers are fsynced; a restart cuts the relay logs back to
-that point and asks the source for what follows. Replica_IO_Running, Replica_IO_State and
-Last_IO_Errno/Last_IO_Error go there too.
+Retrieved_Gtid_Set and where the relay logs end for it) after each whole transaction received, so
+that status shows it as it happens; every RECORD_INTERVAL seconds and at the end that recording is
+made durable, after the relay bytes it covers are fsynced. A restart goes on from the recording
+past every whole transaction the relay logs hold after it (never cutting them back: the applier may
+have applied those), and asks the source for what follows. Replica_IO_Running, Replica_IO_State
+and Last_IO_Errno/Last_IO_Error go there too.
 
 With relay_log_purge, the relay files before the one the applier's committed position is in (and
 before the one the receiver's recorded position is in) are taken off the index and deleted.
@@ -51,6 +53,7 @@ from ..binlog.constants import BINLOG_MAGIC, COMMON_HEADER_LEN, EventType
 from ..binlog.events import HEADER
 from ..binlog.events.control import fde_has_checksum_byte
 from ..gtids import ExecutedGtids, GtidSet
+from ..relaylog.index import read_index
 from . import io_state
 from .connection import CR_SERVER_LOST, ConnectionLost, ReceiverError, SourceAccount, connect, source_error
 from .relay_files import RelayLogFiles
@@ -68,7 +71,7 @@ BINLOG_DUMP_NON_BLOCK = 1
 BINLOG_THROUGH_GTID = 4  # COM_BINLOG_DUMP_GTID: the GTID set follows the position
 MARIA_SLAVE_CAPABILITY_GTID = 4
 DEFAULT_MAX_RELAY_LOG_SIZE = 1 << 30  # max_relay_log_size 0 means max_binlog_size: 1 GiB
-RECORD_INTERVAL = 0.2  # seconds between two recordings of the position: one fsync and one commit each
+RECORD_INTERVAL = 0.2  # seconds between two durable recordings of the position: an fsync and a commit each
 PURGE_INTERVAL = 1.0  # seconds between two looks at what the applier no longer needs
 # The heartbeat asked of the source is at most this many seconds apart, whatever the period: the
 # blocking dump looks at STOP and its deadline between two packets.
@@ -159,9 +162,12 @@ def resume_position(
 def cut_partial_tail(files: RelayLogFiles) -> int:
     """A receiver stopped while writing (killed, out of space) may leave the last relay file ending
     inside an event: cut it back to its last whole event; the bytes cut."""
-    if not files.files:
+    if not files.files or not files.files[-1].exists():
         return 0
-    path = files.files[-1]
+    return _cut_to_whole_events(files.files[-1])
+
+
+def _cut_to_whole_events(path: Path) -> int:
     data = path.read_bytes()
     pos = 4
     while pos + COMMON_HEADER_LEN <= len(data):
@@ -176,22 +182,41 @@ def cut_partial_tail(files: RelayLogFiles) -> int:
     return len(data) - pos
 
 
-def resume_recorded(files: RelayLogFiles, recorded: dict | None) -> SourcePosition | None:
-    """master_info's position, with the relay logs cut back to where they ended for it; None when
-    nothing is recorded or the relay logs do not match it (a crash between a new relay file and
-    the next recording, relay files removed by hand): then the relay logs themselves tell."""
+def resume_recorded(
+    files: RelayLogFiles, recorded: dict | None, tracker: StreamTracker
+) -> SourcePosition | None:
+    """master_info's position, moved on past the whole transactions the relay logs hold after it
+    (`tracker` then stands there, with their GTIDs retrieved). None when nothing is recorded or the
+    relay logs do not reach the recording (relay files removed by hand, bytes lost with the
+    machine): then the relay logs themselves tell.
+
+    The relay logs are never cut back to the recording, as they were once: between two recordings
+    the receiver writes and flushes whole transactions that a follower (this process's applier, or
+    another's) may already have applied, and a relay log cut under an applied position leaves the
+    applier stopped on bytes that are gone. What the files hold whole is received; only a partly
+    written event at their tail is cut, and a transaction cut short there is fetched again from its
+    start in the next relay file (the applier's continuity check drops the unfinished one)."""
     if recorded is None or not files.files:
         return None
-    path = files.files[-1]
-    if path.name != recorded["relay_log_name"] or not path.exists():
+    name, pos = recorded["relay_log_name"], recorded["relay_log_pos"]
+    path = next((p for p in files.files if p.name == name), None)
+    if path is None or not path.exists() or path.stat().st_size < pos:
         return None
-    size, pos = path.stat().st_size, recorded["relay_log_pos"]
-    if size < pos:
-        return None
-    if size > pos:
-        with path.open("r+b") as fh:
-            fh.truncate(pos)  # what followed was never recorded: fetched again
-    return SourcePosition(recorded["Master_log_name"], recorded["Master_log_pos"])
+    cut_partial_tail(files)
+    tracker.load_retrieved(recorded["retrieved_gtid_set"])
+    tracker.restart_at(SourcePosition(recorded["Master_log_name"], recorded["Master_log_pos"]))
+    return resume_position(files, tracker, (name, pos))
+
+
+def cut_partial_relay_tail(index_file: Path) -> int:
+    """Before a channel's threads start after a crash: the last relay file cut back to its last
+    whole event (see cut_partial_tail), so that no follower maps bytes that are cut later."""
+    if not index_file.exists():
+        return 0
+    files = read_index(index_file).files
+    if not files or not files[-1].exists():
+        return 0
+    return _cut_to_whole_events(files[-1])
 
 
 def _has_checksum(fde: bytes) -> bool:
@@ -265,12 +290,14 @@ class _Receiver:
         # (source position, relay file, relay pos, retrieved GTIDs) after a whole transaction
         self.boundary: tuple[SourcePosition, str, int, str] | None = None
         self.recorded_boundary: tuple[SourcePosition, str, int, str] | None = None
+        self.durable_boundary: tuple[SourcePosition, str, int, str] | None = None
         self.last_recorded = time.monotonic()
         self.last_purged = 0.0
         self.events = 0
         self.reconnects = 0
         self.phase = "registration"  # where a lost connection was lost: registration, dump, read
         self.executed_mysql: GtidSet | None = None  # SOURCE_AUTO_POSITION: the replica's gtid_executed
+        self.recovered: SourcePosition | None = None  # after what the relay logs held at the start
 
     # -- the whole run ----------------------------------------------------------------------------
 
@@ -293,6 +320,7 @@ class _Receiver:
                         start, gtid_start = self._starting_point(conn, start, gtid_start)
                         self.tracker.restart_at(start)
                         positioned = True
+                        self._record_recovered()
                         self.purge_applied()
                     assert start is not None
                     caught_up = self._receive_from(conn, start, gtid_start, until_caught_up)
@@ -343,38 +371,29 @@ class _Receiver:
         if gtid_start is not None or self.executed_mysql is not None:
             # A GTID dump: the source finds the binlog itself and names it (artificial Rotate).
             # It goes on after what the relay logs already hold, so nothing is received twice.
-            if resume_recorded(files, recorded) is not None:
-                held = recorded["retrieved_gtid_set"]  # type: ignore[index]
-            else:
+            in_relay_logs = StreamTracker()
+            if resume_recorded(files, recorded, in_relay_logs) is None:
                 cut_partial_tail(files)
                 in_relay_logs = StreamTracker()
                 resume_position(files, in_relay_logs)
-                held = in_relay_logs.retrieved_gtid_set()
+            held = in_relay_logs.retrieved_gtid_set()
             self.tracker.load_retrieved(held)
+            self.recovered = in_relay_logs.committed
             if gtid_start is None:
                 return SourcePosition("", 4), None  # MySQL's: the set is made at each dump
             return SourcePosition("", 4), later_gtids(gtid_start, held)
         if start is not None:
             cut_partial_tail(files)
             return start, None
-        start = resume_recorded(files, recorded)
+        recovered = StreamTracker()
+        start = resume_recorded(files, recorded, recovered)
         if start is not None:
-            self.tracker.load_retrieved(recorded["retrieved_gtid_set"])  # type: ignore[index]
+            self.tracker = recovered
+            self.recovered = start
             return start, None
         cut_partial_tail(files)
         if recorded is not None:
             self.tracker.load_retrieved(recorded["retrieved_gtid_set"])
-            if recorded["relay_log_name"] in [path.name for path in files.files[:-1]]:
-                # relay files came after the recording: read on from the recorded point (the files
-                # before it may be purged, and with them the name of the source's binlog)
-                self.tracker.restart_at(
-                    SourcePosition(recorded["Master_log_name"], recorded["Master_log_pos"])
-                )
-                start = resume_position(
-                    files, self.tracker, (recorded["relay_log_name"], recorded["relay_log_pos"])
-                )
-                if start is not None:
-                    return start, None
         try:
             return resume_position(files, self.tracker) or SourcePosition(first_binlog(conn), 4), None
         except pymysql.err.MySQLError as exc:
@@ -511,6 +530,15 @@ class _Receiver:
         except pymysql.err.MySQLError as exc:
             raise self._lost_or_fatal(exc) from None
 
+    def _record_recovered(self) -> None:
+        """What the relay logs held whole at the start is received: recorded at once, so that the
+        channel's Retrieved_Gtid_Set is never behind what its applier executed from them."""
+        last = self.files.files[-1] if self.files.files else None
+        if self.recovered is None or last is None or not last.exists():
+            return
+        self.boundary = (self.recovered, last.name, last.stat().st_size, self.tracker.retrieved_gtid_set())
+        self.record()
+
     def _transaction_received(self) -> None:
         files, tracker = self.files, self.tracker
         files.flush()
@@ -522,6 +550,8 @@ class _Receiver:
             self.record()
             self.last_recorded = time.monotonic()
             self._purge_now_and_then()
+        else:
+            self.record(durable=False)
 
     def _purge_now_and_then(self) -> None:
         if time.monotonic() - self.last_purged >= PURGE_INTERVAL:
@@ -535,7 +565,7 @@ class _Receiver:
         self.last_purged = time.monotonic()
         channel = self.settings.channel
         applied = (self.repository.relay_log_info(channel) or {}).get("Relay_log_name") or ""
-        recorded = self.recorded_boundary[1] if self.recorded_boundary is not None else None
+        recorded = self.durable_boundary[1] if self.durable_boundary is not None else None
         if recorded is None:
             received = self.repository.received(channel)
             recorded = received["relay_log_name"] if received is not None else None
@@ -544,17 +574,22 @@ class _Receiver:
             return
         self.files.purge_before(min(applied, recorded, key=names.index))
 
-    def record(self) -> None:
-        """The position after the last whole transaction, in master_info, once its relay bytes are
-        on disk."""
-        if self.repository is None or self.boundary is None or self.boundary is self.recorded_boundary:
+    def record(self, *, durable: bool = True) -> None:
+        """The position after the last whole transaction, in master_info; durable: once its relay
+        bytes are on disk, and committed to disk itself."""
+        if self.repository is None or self.boundary is None:
             return
-        self.files.sync()
+        if self.boundary is (self.durable_boundary if durable else self.recorded_boundary):
+            return
+        if durable:
+            self.files.sync()
         source, relay_name, relay_pos, gtids = self.boundary
         self.repository.record_received(
-            self.settings.channel, source.file, source.pos, gtids, relay_name, relay_pos
+            self.settings.channel, source.file, source.pos, gtids, relay_name, relay_pos, durable=durable
         )
         self.recorded_boundary = self.boundary
+        if durable:
+            self.durable_boundary = self.boundary
 
     def _dump(self, conn, start: SourcePosition, gtid_start: str | None, *, non_blocking: bool) -> bool:
         self.phase = "registration"

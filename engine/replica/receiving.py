@@ -104,6 +104,18 @@ class ReceiverRun(threading.Thread):
             self.repository.record_io_error(self.channel, ER_UNKNOWN_ERROR, message)
 
 
+def recover_relay_tail(repository: Repository, channel: str, index: Path) -> None:
+    """A receiver killed while writing may have left its last relay file ending inside an event:
+    cut back to the last whole one before anything follows the file. A failure is the receiver's
+    to report when it starts."""
+    from ..receiver.receiver import cut_partial_relay_tail
+
+    try:
+        cut_partial_relay_tail(index)
+    except (OSError, RelaydeckError):
+        pass
+
+
 def source_tls(mi: dict):  # type: ignore[no-untyped-def]
     """SOURCE_SSL and its options from master_info's columns."""
     from ..receiver.connection import SourceTls

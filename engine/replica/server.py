@@ -70,7 +70,7 @@ from .errors import (
     same_host_port,
 )
 from .monitor import read_snapshot
-from .receiving import ReceiverRun, receives_from_source
+from .receiving import ReceiverRun, receives_from_source, recover_relay_tail
 from .views import Result, Snapshot
 
 # CHANGE REPLICATION SOURCE TO options recorded in master_info (display; no connection is made)
@@ -466,6 +466,10 @@ class ReplicaServer:
     def _start_receiver(self, name: str) -> ReceiverRun:
         progress = self.slave.progress(name)
         executed = progress.executed_gtids if progress is not None else ""
+        if not self.running(name):
+            # after a crash the last relay file may end inside an event: cut before the applier
+            # follows it, never under it (the receiver then goes on after the whole transactions)
+            recover_relay_tail(self.repository, name, Path(self._index_of(name)))
         receiver = ReceiverRun(
             self.repository, name, Path(self._index_of(name)), follow=self.follow, executed_gtids=executed
         )

@@ -46,11 +46,14 @@ class Metadata(Store):
         retrieved_gtid_set: str,
         relay_log_name: str,
         relay_log_pos: int,
+        *,
+        durable: bool = True,
     ) -> None:
         """The receiver's position, in one transaction: master_info's Master_log_name/pos, the
-        Retrieved_Gtid_Set, and where the channel's relay logs (already on disk) end for them."""
+        Retrieved_Gtid_Set, and where the channel's relay logs end for them. durable=False: at
+        each transaction received, committed without waiting for the disk (see Store._write)."""
         name = check_name(name)
-        with self._write(f"record the receiver's position of channel {name!r}"):
+        with self._write(f"record the receiver's position of channel {name!r}", durable=durable):
             channel = self._ensure(name)
             self._upsert(
                 MASTER_INFO,

@@ -351,6 +351,18 @@ class LiveStatus(Store):
             if relay_log_info:
                 self._upsert(RELAY_LOG_INFO, channel, normalize(RELAY_LOG_INFO, relay_log_info))
 
+    def publish_applied(self, name: str, relay_log_info: Mapping[str, Any], stats: Mapping[str, Any]) -> None:
+        """At each commit of the channel's applier: where it stands (relay_log_info's positions and
+        Executed_gtid_set) and its stats row's counters, without waiting for the disk (a status
+        reader sees them at once; the durable checkpoint stays the slave's and worker_info's)."""
+        name = check_name(name)
+        stats_row = normalize(CHANNEL_STATS, stats)
+        stats_row.setdefault("updated_at", mysql_timestamp(datetime.now(UTC)))
+        with self._write(f"publish what channel {name!r} applied", durable=False):
+            channel = self._ensure(name)
+            self._upsert(RELAY_LOG_INFO, channel, normalize(RELAY_LOG_INFO, relay_log_info))
+            self._upsert(CHANNEL_STATS, channel, stats_row)
+
     def record_error(self, name: str, errno: int, message: str, when: datetime | float | None = None) -> None:
         """Record the error that stopped the channel's applier (Last_SQL_Errno / Last_SQL_Error)."""
         name = check_name(name)
