@@ -77,9 +77,9 @@ def test_creation_is_idempotent_and_keeps_mysql_columns(tmp_path: Path) -> None:
     path = tmp_path / "repo.db"
     with Repository(path) as first:
         first.update_relay_log_info("m1", Relay_log_pos=1234)
-        schema = first._db.schema
+    schema = sqlite_utils.Database(path).schema
     with Repository(path) as second:
-        assert second._db.schema == schema
+        assert sqlite_utils.Database(path).schema == schema
         assert second.channels() == ["", "m1"]
         assert second.relay_log_info("m1")["Relay_log_pos"] == 1234
         assert second.master_info("")["Number_of_lines"] == len(MYSQL_MASTER_INFO)
@@ -113,7 +113,7 @@ def test_channel_names_compare_case_insensitively(repo: Repository) -> None:
     (status,) = repo.status("M1")
     assert status.channel_name == "m1" and status.service_state == "ON"
     # the collation is on the columns: plain SQL finds the row under either spelling
-    found = repo._db.execute(
+    found = repo._conn.execute(
         "SELECT count(*) FROM replication_applier_status_by_coordinator WHERE CHANNEL_NAME = 'M1'"
     )
     assert found.fetchone()[0] == 1
@@ -202,7 +202,7 @@ def test_worker_rows_belong_to_their_channel(repo: Repository) -> None:
         repo.publish_status({"CHANNEL_NAME": "a"}, [{"CHANNEL_NAME": "b", "WORKER_ID": 1}])
     repo.delete_channel("b")
     assert repo.worker_infos("b") == [] and repo.channels() == ["", "a"]
-    assert repo._db.execute("SELECT count(*) FROM replication_applier_status_by_worker").fetchone()[0] == 1
+    assert repo._conn.execute("SELECT count(*) FROM replication_applier_status_by_worker").fetchone()[0] == 1
 
 
 def test_status_json(repo: Repository) -> None:
@@ -348,6 +348,19 @@ def test_timestamps_are_stored_as_mysql_shows_them() -> None:
     assert mysql_timestamp("2023-11-14T23:13:20.25+01:00") == "2023-11-14 22:13:20.250000"
     with pytest.raises(RepositoryError):
         mysql_timestamp("yesterday")
+
+
+def test_a_complete_repository_opens_without_sqlite_utils(tmp_path: Path) -> None:
+    """Only creating tables needs sqlite-utils: a status poll opens a repository without it."""
+    path = tmp_path / "repo.db"
+    code = (
+        "import sys; from engine.repository import Repository; "
+        f"r = Repository({str(path)!r}); r.ensure_channel('m1'); r.close(); "
+        "print('sqlite_utils' in sys.modules)"
+    )
+    run = [sys.executable, "-c", code]
+    assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.split() == ["True"]
+    assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.split() == ["False"]
 
 
 def test_opening_a_repository_leaves_pandas_unloaded_and_importable():

@@ -13,14 +13,10 @@
 
 from __future__ import annotations
 
-from ..without_pandas import import_sqlite_utils
-
-import_sqlite_utils()  # first, before anything imports sqlite_utils (see engine/without_pandas.py)
-
-from .errors import InvalidChannelName, RepositoryError, TooManyChannels, UnknownChannel, UnknownField  # noqa: E402
-from .metadata import Metadata  # noqa: E402
-from .status import ChannelStatus, LiveStatus  # noqa: E402
-from .tables import DEFAULT_CHANNEL, MAX_CHANNELS, ZERO_TIMESTAMP, mysql_timestamp  # noqa: E402
+from .errors import InvalidChannelName, RepositoryError, TooManyChannels, UnknownChannel, UnknownField
+from .metadata import Metadata
+from .status import ChannelStatus, LiveStatus
+from .tables import DEFAULT_CHANNEL, MAX_CHANNELS, ZERO_TIMESTAMP, mysql_timestamp
 
 __all__ = [
     "DEFAULT_CHANNEL",

@@ -85,7 +85,7 @@ class Metadata(Store):
         with self._write(f"forget the receiver's position of channel {name!r}"):
             channel = self._canonical(name)
             if channel is not None:
-                self._db[RECEIVER_INFO.name].delete_where('"channel" = ?', [channel])
+                self._conn.execute(f'DELETE FROM "{RECEIVER_INFO.name}" WHERE "channel" = ?', [channel])
 
     def relay_log_info(self, name: str) -> dict[str, Any] | None:
         """The channel's relay_log_info row, or None if there is no such channel."""
@@ -147,7 +147,7 @@ class Metadata(Store):
                 WORKER_INFO, COORDINATOR_STATUS, WORKER_STATUS, CONNECTION_STATUS, CHANNEL_STATS, RECEIVER_INFO,
                 POOL_STATS,
             ):  # fmt: skip
-                self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
+                self._conn.execute(f'DELETE FROM "{table.name}" WHERE "{table.key}" = ?', [channel])
             # the source position received is forgotten too (the receiver starts afresh), not the account
             self._upsert(MASTER_INFO, channel, {"Master_log_name": "", "Master_log_pos": 4})
             self._upsert(
@@ -177,9 +177,9 @@ class Metadata(Store):
         with self._write("set global variables"):
             for name, value in values.items():
                 if value is None:
-                    self._db.execute("DELETE FROM relaydeck_global_variables WHERE name = ?", [name])
+                    self._conn.execute("DELETE FROM relaydeck_global_variables WHERE name = ?", [name])
                 else:
-                    self._db.execute(
+                    self._conn.execute(
                         "INSERT INTO relaydeck_global_variables (name, value) VALUES (?, ?) "
                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                         [name, str(value)],
@@ -193,7 +193,7 @@ class Metadata(Store):
 
     def set_slave_path(self, path: str) -> None:
         with self._write("record the slave"):
-            self._db.execute(
+            self._conn.execute(
                 "INSERT INTO relaydeck_slave (id, path) VALUES (1, ?) "
                 "ON CONFLICT (id) DO UPDATE SET path = excluded.path",
                 [path],
@@ -207,7 +207,7 @@ class Metadata(Store):
 
     def register_server(self, pid: int, socket: str, slave: str) -> None:
         with self._write("register the server"):
-            self._db.execute(
+            self._conn.execute(
                 "INSERT INTO relaydeck_server (id, pid, socket, slave, started_at) VALUES (1, ?, ?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, socket = excluded.socket, "
                 "slave = excluded.slave, started_at = excluded.started_at",
@@ -216,4 +216,4 @@ class Metadata(Store):
 
     def unregister_server(self, pid: int) -> None:
         with self._write("unregister the server"):
-            self._db.execute("DELETE FROM relaydeck_server WHERE pid = ?", [pid])
+            self._conn.execute("DELETE FROM relaydeck_server WHERE pid = ?", [pid])

@@ -1,15 +1,38 @@
-"""Creating the repository's tables, and adding the columns a file from an earlier relaydeck lacks."""
+"""Creating the repository's tables, and adding the columns a file from an earlier relaydeck lacks.
+
+sqlite-utils writes the tables' definitions. It is loaded only when a table or a column is
+missing: a repository that has them all (every one but the first open) opens with Python's
+sqlite3 alone, because sqlite-utils and what it imports cost a tenth of a second of CPU, which
+was most of a `relaydeck status` that a monitoring script polls.
+"""
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .errors import RepositoryError
 from .tables import GLOBAL_VARIABLES_SQL, SERVER_SQL, SLAVE_SQL, TABLES, Table
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+_EXTRA_TABLES = ("relaydeck_global_variables", "relaydeck_server", "relaydeck_slave")
+
+
+def tables_complete(conn: sqlite3.Connection) -> bool:
+    """Whether the file has every table and every column this relaydeck writes."""
+    existing = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if any(name not in existing for name in (*(t.name for t in TABLES), *_EXTRA_TABLES)):
+        return False
+    for table in TABLES:
+        have = {row[1] for row in conn.execute(f'PRAGMA table_info("{table.name}")')}
+        if {c.name for c in table.columns} - have:
+            return False
+    return True
 
 
 def create_table_sql(db: sqlite_utils.Database, table: Table) -> str:
@@ -33,21 +56,21 @@ def create_table_sql(db: sqlite_utils.Database, table: Table) -> str:
 
 
 def create_missing_tables(
-    db: sqlite_utils.Database, write: Callable[[str], AbstractContextManager[None]]
+    conn: sqlite3.Connection, write: Callable[[str], AbstractContextManager[None]]
 ) -> None:
     """Create the tables and columns the file lacks, in one `write` transaction (none if it has them all)."""
-    extra = ("relaydeck_global_variables", "relaydeck_server", "relaydeck_slave")
-
-    def complete() -> bool:
-        for table in TABLES:
-            if not db[table.name].exists():
-                return False
-            if {c.name for c in table.columns} - set(db[table.name].columns_dict):
-                return False
-        return all(db[t].exists() for t in extra)
-
-    if complete():
+    if tables_complete(conn):
         return
+    from ..without_pandas import import_sqlite_utils
+
+    import_sqlite_utils()  # without the pandas it would load (see engine/without_pandas.py)
+    import sqlite_utils
+
+    # sqlite-utils 4 nests its writes in savepoints; 3.x commits from inside them, which would
+    # break the repository's single-transaction writes.
+    if not hasattr(sqlite_utils.Database, "atomic"):
+        raise RepositoryError("the replication repository needs sqlite-utils 4 or later")
+    db = sqlite_utils.Database(conn)
     with write("create the repository tables"):
         # Checked again under the write lock: another process may have just created them
         existing = set(db.table_names())

@@ -387,12 +387,12 @@ class LiveStatus(Store):
             if channel is None:
                 raise UnknownChannel(f"there is no channel {name!r}")
             for table in (COORDINATOR_STATUS, WORKER_STATUS):
-                self._db.execute(
+                self._conn.execute(
                     f"UPDATE \"{table.name}\" SET LAST_ERROR_NUMBER = 0, LAST_ERROR_MESSAGE = '', "
                     f"LAST_ERROR_TIMESTAMP = ? WHERE CHANNEL_NAME = ?",
                     [ZERO_TIMESTAMP, channel],
                 )
-            self._db.execute(
+            self._conn.execute(
                 "UPDATE relay_log_info SET Applier_state = 'OFF' "
                 "WHERE Channel_name = ? AND Applier_state = 'ERROR'",
                 [channel],

@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-import sqlite_utils
-
 from ..private_files import restrict_new_files
 from .errors import RepositoryError, TooManyChannels, UnknownChannel
 from .migrations import create_missing_tables
@@ -39,10 +37,6 @@ class Store:
     """The connection, its transactions and the row operations every table's methods use."""
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
-        # sqlite-utils 4 nests its writes in savepoints; 3.x commits from inside them, which would
-        # break single-transaction writes such as write_checkpoint and publish_status.
-        if not hasattr(sqlite_utils.Database, "atomic"):
-            raise RepositoryError("the replication repository needs sqlite-utils 4 or later")
         self.path = Path(path)
         self._lock = threading.RLock()
         restrict_new_files()  # the repository holds the source's credentials; its WAL and -shm too
@@ -55,13 +49,13 @@ class Store:
             raise RepositoryError(f"{self.path}: cannot open the replication repository: {exc}") from exc
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            self._db = sqlite_utils.Database(self._conn)
             self._upsert_sql: dict[tuple[str, tuple[str, ...]], str] = {}
-            self._db.enable_wal()
+            if self._conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self._conn.execute("PRAGMA journal_mode = WAL")
             # FULL: a checkpoint that returned is on disk, even after a power loss
             self._conn.execute("PRAGMA synchronous = FULL")
             self._durable = True
-            create_missing_tables(self._db, self._write)
+            create_missing_tables(self._conn, self._write)
             if self._canonical(DEFAULT_CHANNEL) is None:
                 self.ensure_channel(DEFAULT_CHANNEL)
         except sqlite3.Error as exc:
@@ -180,7 +174,7 @@ class Store:
         if len(set(ids)) != len(ids):
             raise RepositoryError(f"{table.name} rows repeat a {id_column}")
         placeholders = ", ".join("?" for _ in ids)
-        self._db.execute(
+        self._conn.execute(
             f'DELETE FROM "{table.name}" WHERE "{table.key}" = ? AND "{id_column}" NOT IN ({placeholders})',
             [channel, *ids],
         )
@@ -208,7 +202,7 @@ class Store:
             if channel is None:
                 raise UnknownChannel(f"there is no channel {name!r}")
             for table in TABLES:
-                self._db[table.name].delete_where(f'"{table.key}" = ?', [channel])
+                self._conn.execute(f'DELETE FROM "{table.name}" WHERE "{table.key}" = ?', [channel])
             if channel == DEFAULT_CHANNEL:
                 self._ensure(DEFAULT_CHANNEL)
 
