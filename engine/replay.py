@@ -258,31 +258,34 @@ class ChannelRun:
         live.last_applied, live.last_applied_at = last.gtid or str(last.end), time.time()
         if self.settings.on_commit is not None:
             self.settings.on_commit(transactions)
-        if self.repository is not None and self.applier is not None:
+        applier = self.applier
+        if self.repository is not None and applier is not None:
             try:
-                self._publish_applied(self.applier.applied_progress())
+                self._publish_applied(applier.applied_progress(), applier.progress)
             except RepositoryError:
                 pass  # status only: the next commit or publish() writes it; the apply goes on
 
-    def _publish_applied(self, progress: ChannelProgress) -> None:
-        """Status as it happens: at each commit, what the channel executed and where it stands
-        (the full status, workers and pool, stays with publish(), a few times a second)."""
+    def _publish_applied(self, applied: ChannelProgress, durable: ChannelProgress) -> None:
+        """Status as it happens: at each commit, what the channel executed (every transaction
+        committed) and where it stands. relay_log_info's positions stay the durable ones, the
+        multi-threaded applier's last checkpoint, as MySQL shows them: the receiver purges relay
+        files by them, and a restart after a crash reads on from there. The full status, workers
+        and pool, stays with publish(), a few times a second."""
         assert self.repository is not None
-        live = self.live
         self.repository.publish_applied(
             self.spec.name,
             {
-                "Relay_log_name": progress.relay_log_file,
-                "Relay_log_pos": progress.relay_log_pos,
-                "Master_log_name": progress.source_log_file or "",
-                "Master_log_pos": progress.source_log_pos,
-                "Executed_gtid_set": progress.executed_gtids,
+                "Relay_log_name": durable.relay_log_file,
+                "Relay_log_pos": durable.relay_log_pos,
+                "Master_log_name": durable.source_log_file or "",
+                "Master_log_pos": durable.source_log_pos,
+                "Executed_gtid_set": applied.executed_gtids,
             },
             {
-                "transactions_applied": progress.transactions,
-                "relay_log_file_applied": progress.relay_log_file,
-                "relay_log_pos_applied": progress.relay_log_pos,
-                "lag_s": _lag(live),
+                "transactions_applied": applied.transactions,
+                "relay_log_file_applied": applied.relay_log_file,
+                "relay_log_pos_applied": applied.relay_log_pos,
+                "lag_s": _lag(self.live),
             },
         )
 
@@ -383,9 +386,12 @@ class ChannelRun:
             return
         spec, live = self.spec, self.live
         progress = reader.committed_progress(spec.name)
+        # what the applier committed (the multi-threaded one's LWM, ahead of its last checkpoint
+        # in `progress`), as _publish_applied writes it at each commit
+        newest = self.applier.applied_progress() if self.applier is not None else progress
         now = time.monotonic()
         elapsed = max(1e-6, now - live.started)
-        applied = progress.transactions if progress else 0
+        applied = newest.transactions if newest else 0
         coordinator = {
             "CHANNEL_NAME": spec.name,
             "SERVICE_STATE": "ON" if live.state in ("ON", "RECOVERING", "WAITING FOR RELAY LOG") else "OFF",
@@ -398,8 +404,8 @@ class ChannelRun:
             "bytes_applied": live.bytes_done,
             "relay_log_file_read": live.relay_file,
             "relay_log_pos_read": live.relay_pos,
-            "relay_log_file_applied": progress.relay_log_file if progress else None,
-            "relay_log_pos_applied": progress.relay_log_pos if progress else None,
+            "relay_log_file_applied": newest.relay_log_file if newest else None,
+            "relay_log_pos_applied": newest.relay_log_pos if newest else None,
             "trx_per_s": round(self._rate(-1, now, applied), 1),
             "started_at": mysql_timestamp(time.time() - elapsed),
             "state": live.state,
@@ -490,7 +496,7 @@ class ChannelRun:
                 "Relay_log_pos": progress.relay_log_pos,
                 "Master_log_name": progress.source_log_file or "",
                 "Master_log_pos": progress.source_log_pos,
-                "Executed_gtid_set": progress.executed_gtids,
+                "Executed_gtid_set": (newest or progress).executed_gtids,
                 "Applier_state": live.state if live.state in ("ON", "OFF", "ERROR") else "ON",
             }
         self.repository.publish_status(

@@ -29,7 +29,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--repository", required=True, metavar="REPO.sqlite")
     add_channel_option(parser, "repeat for fan-in")
     parser.add_argument(
-        "--workers", type=int, default=0, metavar="N", help="replica_parallel_workers (0: single applier)"
+        "--workers",
+        type=int,
+        default=4,
+        metavar="N",
+        help="replica_parallel_workers (default 4, as MySQL 8.0.27; 0: the single applier)",
     )
     parser.add_argument(
         "--parallel-type",

@@ -336,7 +336,8 @@ class LiveStatus(Store):
         stats_row = None if stats is None else normalize(CHANNEL_STATS, stats)
         if stats_row is not None and stats_row.get("updated_at") is None:
             stats_row["updated_at"] = mysql_timestamp(datetime.now(UTC))
-        with self._write(f"publish the status of channel {name!r}"):
+        # status only (crash recovery reads the slave and worker_info): not waited for on disk
+        with self._write(f"publish the status of channel {name!r}", durable=False):
             channel = self._ensure(name)
             self._upsert(COORDINATOR_STATUS, channel, coord)
             self._replace_rows(WORKER_STATUS, channel, worker_rows)
