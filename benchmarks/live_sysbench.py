@@ -49,8 +49,9 @@ shares them out, is given beside it).
 
 After a configuration's phases: relaydeck catches up, gets SIGTERM (STOP, exit 0), and, once it has
 exited, every sbtest table in its DuckDB file (opened read-only) is compared row by row, ordered by
-id, with the source's; the MariaDB replica's too. A difference, an error in relaydeck's status or a
-replica that does not catch up within --drain-timeout is a failure: the exit status is 1.
+id, with the source's; at the end of the run, the MariaDB replica's too. A difference, an error in
+relaydeck's status or a replica that does not catch up within --drain-timeout is a failure: the
+exit status is 1.
 
 --long-run MINUTES adds one phase of oltp_write_only at 200 trx/s with the default configuration
 (its own folder, from the source's beginning), recording relaydeck's and the MariaDB replica's RSS
@@ -194,6 +195,10 @@ class Sampler(threading.Thread):
         self.failure: BaseException | None = None
         self.first = threading.Event()
         self._halt = threading.Event()
+
+    def halt(self) -> None:
+        """Stop sampling, without waiting (the way out of a phase that failed)."""
+        self._halt.set()
 
     def stop(self) -> Samples:
         self._halt.set()
@@ -532,8 +537,7 @@ def wait_until(condition, timeout: float, step: float = 0.05) -> bool:  # type: 
 
 
 class Failed(Exception):
-    """relaydeck or the MariaDB replica stopped on an error or did not catch up: the configuration's
-    remaining phases are skipped."""
+    """relaydeck serve exited while sysbench ran: the configuration's remaining phases are skipped."""
 
 
 # -- one phase ---------------------------------------------------------------------------------------
@@ -554,9 +558,28 @@ def run_phase(
     start_seq = gtid_seq(str(scalar(source, "SELECT @@gtid_binlog_pos")), domain)
     sampler = Sampler(source, replica, serve.repository, domain, args.sample_ms / 1000)
     sampler.start()
-    if not sampler.first.wait(30):
-        sampler.stop()
-        raise RuntimeError("the sampler read nothing within 30 s")
+    try:
+        if not sampler.first.wait(30):
+            raise RuntimeError("the sampler read nothing within 30 s")
+        return sampled_phase(sampler, start_seq, source, replica, serve, domain, workload, rate, seconds, args,
+                             rss_series)  # fmt: skip
+    finally:
+        sampler.halt()  # also when the phase failed: its connections go with it
+
+
+def sampled_phase(
+    sampler: Sampler,
+    start_seq: int,
+    source: MariaDBServer,
+    replica: MariaDBServer,
+    serve: Serve,
+    domain: int,
+    workload: str,
+    rate: int,
+    seconds: float,
+    args: argparse.Namespace,
+    rss_series: list[dict[str, float]] | None,
+) -> dict[str, object]:
     out_path = serve.folder / f"sysbench-{workload}-{rate}.out"
     command = sysbench_command(
         source, args, "--threads=4", f"--rate={rate}", f"--time={int(seconds)}", "--report-interval=0",
@@ -589,7 +612,6 @@ def run_phase(
     ended = time.monotonic()
     said = out_path.read_text(errors="replace")
     if load.returncode != 0:
-        sampler.stop()
         raise RuntimeError(f"sysbench exited with {load.returncode}: {said[-1500:]}")
     final_seq = gtid_seq(str(scalar(source, "SELECT @@gtid_binlog_pos")), domain)
 

@@ -71,14 +71,19 @@ def open_config(path: Path) -> Session:
 
 def open_example(work: Path, out: TextIO = sys.stderr, feed_seconds: float | None = None) -> Session:
     """feed_seconds: how long the feeder takes to append the generated relay logs (default: the example's)."""
-    from engine.api import FEED_SECONDS, example_repository, prepare_example
+    from engine.api import FEED_SECONDS, TRICKLE_SECONDS, example_repository, prepare_example
 
     session = attach(example_repository(work))
     if session is not None:
         return session
     out.write(f"relaydeck console: preparing the bundled example in {work} (generated once, then kept) …\n")
     out.flush()
-    example = prepare_example(work, feed_seconds=FEED_SECONDS if feed_seconds is None else feed_seconds)
+    # as a DBA opens it: a busy first minute and a half, then a trickle while the console is open;
+    # a caller that gives the feed's length (the screenshots, the tests) gets it all in that time
+    if feed_seconds is None:
+        example = prepare_example(work, feed_seconds=FEED_SECONDS, trickle_seconds=TRICKLE_SECONDS)
+    else:
+        example = prepare_example(work, feed_seconds=feed_seconds)
     session = _in_process(
         example.config.slave,
         example.config.repository,

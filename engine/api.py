@@ -52,6 +52,7 @@ _HOMES: dict[str, str] = {
     "ControlSocket": "engine.replica.control",
     "connect": "engine.replica.control",
     "FEED_SECONDS": "engine.replica.example",
+    "TRICKLE_SECONDS": "engine.replica.example",
     "example_repository": "engine.replica.example",
     "prepare_example": "engine.replica.example",
     "Repository": "engine.repository",
@@ -134,7 +135,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_import_graph.
     from engine.replica.config import ServeConfig, apply_config, bundled_example, load_config
     from engine.replica.control import ControlSocket, connect
     from engine.replica.errors import CommandError, Warning_, already_running, channel_does_not_exist
-    from engine.replica.example import FEED_SECONDS, example_repository, prepare_example
+    from engine.replica.example import FEED_SECONDS, TRICKLE_SECONDS, example_repository, prepare_example
     from engine.replica.monitor import event_rows
     from engine.replica.server import CHANGE_OPTIONS, ReplicaServer, check_channels
     from engine.replica.variables import VARIABLES

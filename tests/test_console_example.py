@@ -76,6 +76,23 @@ def test_the_feeder_appends_at_a_steady_pace_until_the_copies_are_whole(tmp_path
         assert all(a.read_bytes() == b.read_bytes() for a, b in zip(live.files, source.files, strict=True))
 
 
+def test_the_console_s_feed_goes_on_long_after_its_busy_start():
+    """Half the bytes in the first FEED_SECONDS, then a trickle: still feeding half an hour in."""
+    feeder = example.RelayLogFeeder([], example.FEED_SECONDS, trickle_seconds=example.TRICKLE_SECONDS)
+    busy_end = feeder.share_at(example.FEED_SECONDS)
+    assert busy_end == pytest.approx(example.FIRST_SHARE)
+    shares = [
+        feeder.share_at(t) for t in range(0, int(example.FEED_SECONDS + example.TRICKLE_SECONDS) + 60, 30)
+    ]
+    assert shares == sorted(shares) and shares[-1] == 1.0
+    later = example.FEED_SECONDS + example.TRICKLE_SECONDS / 2
+    assert busy_end < feeder.share_at(later) < feeder.share_at(later + 60) < 1.0
+    # the busy start feeds faster than the trickle
+    assert feeder.share_at(10) / 10 > (feeder.share_at(later + 10) - feeder.share_at(later)) / 10
+    whole = example.RelayLogFeeder([], 30.0)
+    assert whole.share_at(15) == 0.5 and whole.share_at(30) == 1.0
+
+
 def test_a_stopped_feeder_writes_nothing_more(tmp_path, small_example):
     feeder = example.prepare_example(tmp_path, feed_seconds=30.0).feeder
     feeder.start()

@@ -2,9 +2,10 @@
 
 Two generated workloads (written once under WORK/generated/ and kept) plus the bundled MariaDB
 capture's two channels. Every run starts from an empty slave and empty live folders; a feeder
-then appends the generated relay logs into the live folders at a steady pace, the way a receiver
-thread writes them, so the generated channels (following their relay logs) keep moving for a
-while and a new user sees channels, workers, queues and lag change.
+then appends the generated relay logs into the live folders the way a receiver thread writes
+them: half of them over the first FEED_SECONDS, at a pace that keeps workers busy and queues
+filling, and the rest over TRICKLE_SECONDS after it, so that the channels still move (at a few
+transactions a second) for a newcomer who looks at the console later rather than at once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .config import ServeConfig, bundled_example, parse_config
 SLAVE = "example-slave.duckdb"
 REPOSITORY = "example-repository.sqlite"
 FEED_SECONDS = 90.0
+TRICKLE_SECONDS = 1800.0
+FIRST_SHARE = 0.5  # of the bytes, fed over FEED_SECONDS; the rest over TRICKLE_SECONDS
 _SEED = 1
 _COMPLETE = "complete"  # written last into a generated folder: its absence means "generate again"
 
@@ -77,10 +80,13 @@ def example_repository(work: str | Path) -> Path:
     return Path(work).resolve() / REPOSITORY
 
 
-def prepare_example(work: str | Path, *, feed_seconds: float = FEED_SECONDS) -> Example:
+def prepare_example(
+    work: str | Path, *, feed_seconds: float = FEED_SECONDS, trickle_seconds: float = 0.0
+) -> Example:
     """Generate what is missing, empty the slave and the live folders, and return the example's
     configuration with its feeder (not started yet). No server may be running on the example's
-    repository: its slave is deleted."""
+    repository: its slave is deleted. trickle_seconds > 0: only FIRST_SHARE of the bytes in
+    feed_seconds, the rest over trickle_seconds after them."""
     work = Path(work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     sources = {c.name: generated_index(work / "generated", c) for c in EXAMPLE_CHANNELS}
@@ -98,7 +104,7 @@ def prepare_example(work: str | Path, *, feed_seconds: float = FEED_SECONDS) -> 
     generated = parse_config({"slave": SLAVE, "repository": REPOSITORY, "channels": channels}, work, None)
     captured = bundled_example(work)
     config = replace(generated, channels=[*generated.channels, *captured.channels])
-    return Example(config, RelayLogFeeder(copies, feed_seconds))
+    return Example(config, RelayLogFeeder(copies, feed_seconds, trickle_seconds=trickle_seconds))
 
 
 def generated_index(folder: Path, channel: ExampleChannel) -> Path:
@@ -127,12 +133,21 @@ class RelayLogFeeder:
     """Appends finished relay logs into live folders at a steady pace, as a receiver thread would.
 
     Each copy gets its share of the bytes in proportion to its size, so all of them end together
-    after `seconds`. Writes end anywhere, inside events too: the channels wait for the rest. A file
-    enters the live index once its first bytes are written, as a server's relay log does.
+    after `seconds` (with trickle_seconds, FIRST_SHARE of them then, and the rest over
+    trickle_seconds more). Writes end anywhere, inside events too: the channels wait for the rest.
+    A file enters the live index once its first bytes are written, as a server's relay log does.
     """
 
-    def __init__(self, copies: list[tuple[Path, Path]], seconds: float, tick_s: float = 0.1) -> None:
+    def __init__(
+        self,
+        copies: list[tuple[Path, Path]],
+        seconds: float,
+        tick_s: float = 0.1,
+        *,
+        trickle_seconds: float = 0.0,
+    ) -> None:
         self.seconds = max(seconds, tick_s)
+        self.trickle_seconds = max(0.0, trickle_seconds)
         self.tick_s = tick_s
         self._copies = [_Copy(index, target) for index, target in copies]
         self._stop = threading.Event()
@@ -161,11 +176,19 @@ class RelayLogFeeder:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def share_at(self, elapsed: float) -> float:
+        """The share of the bytes fed `elapsed` seconds after the start."""
+        if not self.trickle_seconds:
+            return min(1.0, elapsed / self.seconds)
+        if elapsed <= self.seconds:
+            return FIRST_SHARE * elapsed / self.seconds
+        return min(1.0, FIRST_SHARE + (1 - FIRST_SHARE) * (elapsed - self.seconds) / self.trickle_seconds)
+
     def _run(self) -> None:
         started = time.monotonic()
         try:
             while not self._stop.is_set() and not self.done:
-                share = min(1.0, (time.monotonic() - started) / self.seconds)
+                share = self.share_at(time.monotonic() - started)
                 for copy in self._copies:
                     copy.write_up_to(int(copy.total * share))
                 self._stop.wait(self.tick_s)
