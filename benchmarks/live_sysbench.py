@@ -36,10 +36,11 @@ which the source's seq >= N). This needs nothing in the rows, no trigger and no 
 process's monotonic one, and it treats both replicas the same way: commit visible on the source to
 commit visible on the replica. Its resolution is the sampling interval: a lag below it reads as
 about 0 or about one interval, so p50s under ~10 ms are at the floor; the achieved interval is
-reported (the sampler shares the cores too). Per phase: p50 / p99 / max (benchmarks/lags.py), the
-rate the source took (sysbench's and from the seq numbers), the backlog bound (largest source seq
-minus replica seq while sysbench ran) and the catch-up time (sysbench's end to the replica reaching
-the source's final seq).
+reported (the sampler shares the cores too), and the ratios relaydeck / MariaDB count a lag under
+one interval as one interval. Per phase: p50 / p99 / max (benchmarks/lags.py), the rate the source
+took (sysbench's and from the seq numbers), the backlog bound (largest source seq minus replica seq
+while sysbench ran) and the catch-up time (sysbench's end to the replica reaching the source's
+final seq).
 
 CPU: utime+stime from /proc (all threads; for relaydeck the whole process tree under serve, with
 the children it already reaped) from sysbench's start until both replicas hold the source's last
@@ -705,9 +706,10 @@ def sampled_phase(
         "relaydeck": relaydeck,
         "mariadb_replica": mariadb,
         "ratios_relaydeck_over_mariadb": {
-            "p50": ratio(relaydeck.get("lag_ms_p50"), mariadb.get("lag_ms_p50")),
-            "p99": ratio(relaydeck.get("lag_ms_p99"), mariadb.get("lag_ms_p99")),
+            "p50": ratio(relaydeck.get("lag_ms_p50"), mariadb.get("lag_ms_p50"), args.sample_ms),
+            "p99": ratio(relaydeck.get("lag_ms_p99"), mariadb.get("lag_ms_p99"), args.sample_ms),
             "cpu": ratio(relaydeck["cpu_s"], mariadb["cpu_s"]),
+            "lags_floored_at_ms": args.sample_ms,
         },
         "caught_up": not failure,
     }
@@ -728,10 +730,14 @@ def memory_point(at: float, serve: Serve, replica: MariaDBServer) -> dict[str, f
     }
 
 
-def ratio(ours: object, theirs: object) -> float | None:
-    if not isinstance(ours, int | float) or not isinstance(theirs, int | float) or theirs <= 0:
+def ratio(ours: object, theirs: object, floor: float = 0.0) -> float | None:
+    """ours / theirs, each at least `floor`: a lag under one sampling interval is not resolved (it
+    reads as about 0 or about one interval), so it counts as one interval rather than dividing by
+    noise."""
+    if not isinstance(ours, int | float) or not isinstance(theirs, int | float):
         return None
-    return round(ours / theirs, 2)
+    ours, theirs = max(ours, floor), max(theirs, floor)
+    return round(ours / theirs, 2) if theirs > 0 else None
 
 
 # -- the tables --------------------------------------------------------------------------------------
@@ -964,7 +970,7 @@ def checkout() -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--workloads", default="oltp_write_only,oltp_read_write")
     parser.add_argument(
         "--rates", default="200,1000,3000,0", help="trx/s per phase; 0 (or unthrottled): --rate=0"

@@ -35,9 +35,9 @@ def sysbench(server, *args: str) -> list[str]:
     ]  # fmt: skip
 
 
-def live_status(repo: Path) -> dict:
+def live_status(repo: Path, channel: str = "live") -> dict:
     rows = json.loads(relaydeck("status", "--repository", str(repo), "--json").stdout or "[]")
-    return next((r for r in rows if r["channel_name"] == "live"), {})
+    return next((r for r in rows if r["channel_name"] == channel), {})
 
 
 def source_gtid(server) -> str:
@@ -123,3 +123,43 @@ source_connect_retry = 1
             assert slave_rows(tmp_path / "data" / "slave.duckdb", "killed", f"sbtest{n}") == rows
     finally:
         servers.close()
+
+
+def test_serve_says_on_stderr_when_a_channel_stops_on_an_error(tmp_path):
+    """An IO or SQL error is seen where serve runs (once), not only by whoever asks status."""
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "serve.toml"
+    config.write_text(
+        f"""
+slave = "data/slave.duckdb"
+repository = "data/repository.sqlite"
+
+[channels.gone]
+relay_log = "relay/relay-bin"
+source_host = "127.0.0.1"
+source_port = {port}
+source_user = "repl"
+source_password = "x"
+source_connect_retry = 1
+source_retry_count = 1
+"""
+    )
+    serve = start_serve(config)
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            live_status(tmp_path / "data" / "repository.sqlite", "gone").get("last_io_error_number", 0) == 0
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(1.5)  # the loop that reports it looks twice a second
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        _, err = serve.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if "IO thread error 2003" in line]
+    assert len(lines) == 1, err
+    assert "channel 'gone'" in lines[0] and "password" not in lines[0].lower()

@@ -36,6 +36,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
+def report_new_errors(statuses: list, reported: dict[tuple[str, str], tuple[int, str]], err: TextIO) -> None:
+    """A line on stderr for each IO or SQL error a channel records, once (as MySQL's error log
+    has it): a channel that stopped is seen where serve runs, not only by whoever asks status."""
+    from engine.api import visible
+
+    for status in statuses:
+        for thread, errno, message, when in (
+            ("IO", status.last_io_error_number, status.last_io_error_message, status.last_io_error_timestamp),
+            ("SQL", status.last_error_number, status.last_error_message, status.last_error_timestamp),
+        ):
+            key = (status.channel_name, thread)
+            if not errno or reported.get(key) == (errno, when):
+                continue
+            reported[key] = (errno, when)
+            err.write(
+                f"relaydeck serve: channel '{visible(status.channel_name)}': {thread} thread error "
+                f"{errno}: {visible(message)}\n"
+            )
+            err.flush()
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Configure the channels from CONFIG (CHANGE … / SET GLOBAL), START them, serve the socket."""
     from engine.api import (
@@ -69,7 +90,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
             f"{config.repository}, control socket {control.path}\n"
         )
         out.flush()
+        reported: dict[tuple[str, str], tuple[int, str]] = {}
         while not stop.wait(0.5):
+            report_new_errors(replica.status(), reported, sys.stderr)
             if args.no_follow and not any(replica.running(c) for c in replica.repository.channels()):
                 break
     except KeyboardInterrupt:
