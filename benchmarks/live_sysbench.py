@@ -12,8 +12,9 @@ Everything runs under a temporary folder, on 127.0.0.1 only:
   CHANGE MASTER TO … MASTER_USE_GTID = slave_pos; START SLAVE, running for the whole benchmark;
 - relaydeck: `relaydeck serve CONFIG.toml` as a subprocess, exactly as a user runs it, with a
   [channels.live] receiving from the source (source_use_gtid = "slave_pos") into its own folder.
-  Each configuration (--configs: "default", no [variables] at all; "workers4",
-  replica_parallel_workers = 4) replicates the source from its beginning.
+  Each configuration (--configs: "default", no [variables] at all, so relaydeck's defaults, the
+  worker count they gave is recorded; "workers4", replica_parallel_workers = 4; on request
+  "workers0", the single applier) replicates the source from its beginning.
 
 The configurations run one after the other, each beside the same MariaDB replica: the machine has
 few cores, and the source, sysbench, the MariaDB replica and relaydeck already share them; a second
@@ -95,10 +96,10 @@ from tests.mariadb_server import MariaDBServer, start_server  # noqa: E402
 CHANNEL = "live"
 DATABASE = "sbtest"
 CONFIGS = {
-    "default": "",  # no [variables]: relaydeck's own defaults
+    "default": "",  # no [variables]: relaydeck's own defaults, whatever they are (the results say)
     "workers4": "\n[variables]\nreplica_parallel_workers = 4\n",
+    "workers0": "\n[variables]\nreplica_parallel_workers = 0\n",  # the single applier, on request
 }
-RELAYDECK_SERVER_ID = 2  # relaydeck's default server_id; the MariaDB replica registers as 3
 SERVE_START_TIMEOUT_S = 120.0
 SERVE_STOP_TIMEOUT_S = 180.0
 REPLICA_SETUP_TIMEOUT_S = 120.0
@@ -333,7 +334,8 @@ def tree_memory_mb(root: int) -> tuple[float, float]:
 
 
 def machine_busy_s() -> float:
-    """CPU seconds all cores spent busy since boot (not idle, not waiting for the disk)."""
+    """CPU seconds all cores spent busy since boot: not idle, not waiting for the disk (time the
+    hypervisor stole counts as busy: the cores were not ours to use)."""
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     return (sum(values[:8]) - values[3] - values[4]) / CLOCK_TICKS
 
@@ -364,7 +366,8 @@ def cpu_mark(serve: subprocess.Popen | None, replica: MariaDBServer, source: Mar
 
 def cores(before: CpuMark, after: CpuMark) -> dict[str, float | None]:
     """Cores used over the span, by whom: "others" is what the machine was busy with besides the
-    benchmark's own processes (other programs on a shared machine make every figure worse)."""
+    benchmark's own processes: other programs (on a shared machine they make every figure worse),
+    and the kernel's own threads and interrupts (disk flushes, loopback networking)."""
     wall = after.at - before.at
     if wall <= 0:
         return {}
@@ -813,6 +816,19 @@ def check_mariadb_tables(source: MariaDBServer, replica: MariaDBServer) -> dict[
 # -- one configuration ---------------------------------------------------------------------------------
 
 
+def number_of_workers(repository: Path) -> int | None:
+    """The channel's applier workers as relaydeck recorded them when it started (0: the single
+    applier): what "default" resolved to."""
+    try:
+        with sqlite3.connect(repository_uri(repository), uri=True, timeout=1) as conn:
+            row = conn.execute(
+                "SELECT Number_of_workers FROM relay_log_info WHERE Channel_name = ?", (CHANNEL,)
+            ).fetchone()
+    except sqlite3.Error:
+        return None
+    return None if row is None else int(row[0])
+
+
 def caught_up_to(serve: Serve, target: int, domain: int, timeout: float) -> tuple[bool, str]:
     """Waits until relaydeck's executed seq reaches target; (reached, why not)."""
     deadline = time.monotonic() + timeout
@@ -861,6 +877,7 @@ def run_config(
             "trx_per_s": round(history / took, 1) if reached and took > 0 else None,
             "rss_mb": tree_memory_mb(serve.process.pid)[0],
         }
+        result["workers"] = number_of_workers(serve.repository)
         if not reached:
             failures.append(f"{name}: history: {why}")
         for workload, rate, seconds in phases if reached else []:
@@ -1074,7 +1091,8 @@ def main() -> int:
             results["configs"].append(config)  # type: ignore[union-attr]
             failures.extend(config["failures"])  # type: ignore[arg-type]
             print(
-                f"{name}: history {config['history_catch_up']}; serve exit {config['serve_exit_status']}; "
+                f"{name}: {config['workers']} applier workers; history {config['history_catch_up']}; "
+                f"serve exit {config['serve_exit_status']}; "
                 f"tables equal to the source's: {config['tables']['equal']}",  # type: ignore[index]
                 flush=True,
             )

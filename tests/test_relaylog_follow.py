@@ -470,3 +470,48 @@ def test_stop_ends_a_wait_for_announcements_long_before_the_next_poll(tmp_path):
     finally:
         writing(index, False)
         follower.close()
+
+
+def test_idle_comes_once_after_a_wait_that_brought_nothing_and_again_only_after_new_events(tmp_path):
+    """CAUGHT_UP at once when everything is read; IDLE (asked for) only after a wait that brought
+    nothing new, so an applier reading between two arriving transactions is not held by it."""
+    from engine.relaylog.follow import IDLE
+
+    writer = GrowingCopy(M1_FILES[:2], tmp_path)
+    writer.start()
+    writer.join()
+    expected = expected_stream(M1_FILES[:2])
+    stop = threading.Event()
+    follower = follow_events(writer.index, stop=stop, poll_s=0.05, idle=True)
+    try:
+        events = []
+        while len(events) < len(expected):
+            item = next(follower)
+            if item is not CAUGHT_UP:
+                assert item is not IDLE, "IDLE before everything written was read"
+                events.append(where(item))
+        assert events == expected
+        assert next(follower) is CAUGHT_UP
+        started = time.monotonic()
+        assert next(follower) is IDLE
+        assert time.monotonic() - started >= 0.04  # after a wait (poll_s), not at once
+        with open(writer.index.parent / M1_FILES[2].name, "wb") as out:  # one more file, whole
+            out.write(M1_FILES[2].read_bytes())
+        with open(writer.index, "a") as index:
+            index.write(f"./{M1_FILES[2].name}\n")
+        more = [next(follower) for _ in range(3)]
+        assert all(item is not IDLE and item is not CAUGHT_UP for item in more)
+    finally:
+        stop.set()
+        follower.close()
+    quiet = threading.Event()
+    plain = follow_events(writer.index, stop=quiet, poll_s=0.05)
+    try:
+        # every event of the three files, then CAUGHT_UP
+        seen = [next(plain) for _ in range(len(expected_stream(M1_FILES[:3])) + 1)]
+        assert seen[-1] is CAUGHT_UP
+        threading.Timer(0.3, quiet.set).start()  # several waits bring nothing, then it stops
+        assert list(plain) == []  # no IDLE unless asked for
+    finally:
+        quiet.set()
+        plain.close()

@@ -51,7 +51,7 @@ from ..binlog.reader import LoggedEvent
 from ..gtids import ExecutedGtids
 from ..pool import Executor, InProcessExecutor
 from ..relaylog.continuity import Continuity
-from ..relaylog.follow import CaughtUp
+from ..relaylog.follow import CaughtUp, Idle
 from ..relaylog.index import RelayLogSet
 from ..scheduling.clock import LogicalClock
 from ..scheduling.gaq import GroupAssignmentQueue, WorkerCheckpoint
@@ -244,7 +244,7 @@ class ParallelApplier(Scheduling, Workers):
         one_at_a_time = self.until is not None or self.controls.skip_counter or self.controls.sql_delay
         if self.follow or one_at_a_time:
             follow = AnyEvent(self.stop, self.kill) if self.follow else None
-            return read_chunks(self.logs, start_file, pos, follow, continuity=continuity)
+            return read_chunks(self.logs, start_file, pos, follow, continuity=continuity, idle=True)
         if self.options.parallel_type == "writeset" and self.options.schedule is None:
             self._keys = writeset_keys(self.slave.catalog)
             self._keys_of_version[self._keys.version] = self._keys
@@ -317,10 +317,15 @@ class ParallelApplier(Scheduling, Workers):
                     with self._lock:
                         self._caught_up = True  # workers stop gathering and commit what they hold
                         self._lock.notify_all()
-                    # The reader is about to wait for the relay log to grow: the position must
-                    # not wait with it, so what was assigned is committed and checkpointed now.
-                    self._drain()
-                    self._checkpoint()
+                    if isinstance(item, Idle):
+                        # The source is quiet: the position must not wait with the reader, so
+                        # what was assigned is committed and checkpointed now. Not at every
+                        # CAUGHT_UP: following a busy source the reader catches up between two
+                        # transactions arriving, and draining the workers there held the
+                        # coordinator (and the transactions arriving) behind each commit.
+                        # Status does not wait: each commit publishes what it executed.
+                        self._drain()
+                        self._checkpoint()
                 if self.on_progress is not None:
                     self.on_progress(self.stats, item)
                 self._maybe_checkpoint()

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from ..errors import BinlogError
 from ..relaylog.continuity import Continuity
-from ..relaylog.follow import CAUGHT_UP, CaughtUp, follow_events
+from ..relaylog.follow import CaughtUp, follow_events
 from ..relaylog.index import RelayLogSet
 from ..relaylog.stream import stream_events
 from ..slave.database import ChannelProgress
@@ -51,6 +51,7 @@ def read_chunks(
     budget: ByteBudget | None = None,
     parts: bool = False,
     continuity: Continuity | None = None,
+    idle: bool = False,
 ) -> Iterator[list[object]]:
     """The relay log grouped into transactions and coordinator events, a few hundred at a time.
 
@@ -67,10 +68,12 @@ def read_chunks(
 
     continuity: checks every event against the ones before it (RelayLogGap where something the
     source logged is missing); None for a range read again that was checked already.
+
+    idle: following, a chunk also ends with IDLE once a wait for the relay logs brought nothing.
     """
     if follow is not None:
         assert logs.index_file is not None, "following needs the relay-log index"
-        events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow)
+        events: Iterator = follow_events(logs.index_file, start_file, start_pos, stop=follow, idle=idle)
     else:
         events = stream_events(logs, start_file=start_file, start_pos=start_pos)
     check = None
@@ -88,7 +91,7 @@ def read_chunks(
         try:
             for logged in events:
                 if isinstance(logged, CaughtUp):
-                    chunk.append(CAUGHT_UP)
+                    chunk.append(logged)  # CAUGHT_UP, or IDLE
                     yield chunk
                     chunk, chunk_bytes = [], 0
                     continue

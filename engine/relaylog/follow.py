@@ -98,6 +98,20 @@ class CaughtUp:
 CAUGHT_UP = CaughtUp()
 
 
+class Idle(CaughtUp):
+    """Marker: caught up, and a wait (a change notification, or poll_s) brought nothing new to
+    read: the source is quiet for now (a good moment for work that should not hold up a reader
+    that is only between two transactions arriving)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "IDLE"
+
+
+IDLE = Idle()
+
+
 def follow_events(
     index_file: str | os.PathLike[str],
     start_file: str | None = None,
@@ -107,11 +121,13 @@ def follow_events(
     *,
     poll_s: float = 0.5,
     grace_s: float = 5.0,
+    idle: bool = False,
 ) -> Iterator[LoggedEvent | CaughtUp]:
     """The events of a relay-log set that is still growing, as stream_events() reads a finished one.
 
     Yields CAUGHT_UP when nothing complete is left to read (once, then again only after new events),
-    then sleeps until the index or the file being read changes; poll_s bounds every sleep in case a
+    then sleeps until the index or the file being read changes; with `idle`, IDLE once after the
+    first such wait that brought nothing new (a CaughtUp too); poll_s bounds every sleep in case a
     change notification is lost. Returns soon after `stop.is_set()`. An event cut off at the end of
     a file is waited for, except when a later file is listed: then it is TruncatedEvent after grace_s
     (give or take poll_s) without the rest arriving.
@@ -123,6 +139,7 @@ def follow_events(
     follower = _Follower(
         Path(index_file), start_file, start_pos, state if state is not None else ReaderState(), stop, grace_s
     )
+    follower.says_idle = idle
     waiter = _ChangeWaiter(stop, poll_s, _growth_of(index_file))
     try:
         yield from follower.run(waiter)
@@ -158,32 +175,40 @@ class _Follower:
         self.identity: tuple[int, int] | None = None  # (device, inode) of `current` when first read
         self.consumed = 4  # where that read stopped: the end of the last complete event
         self.stall: tuple[int | None, float] | None = None  # (size, deadline) of a cut-off tail
+        self.says_idle = False  # IDLE after a wait that brought nothing new
 
     def stopped(self) -> bool:
         return self.stop is not None and self.stop.is_set()
 
     def run(self, waiter: _ChangeWaiter) -> Iterator[LoggedEvent | CaughtUp]:
         caught_up_due = True  # the first one comes even when there is nothing at all to read yet
+        idle_due = False  # after a wait that brought nothing new
+        waited = False
         while not self.stopped():
             self.refresh_index()
             waiter.watch([self.index_path, *([self.current] if self.current else [])])
             if self.current is not None:
                 if (yield from self.read_new_events()):
-                    caught_up_due = True
+                    caught_up_due, idle_due = True, False
                 if self.stopped():
                     return
                 if self.mapped_size == self.consumed and self.move_to_next_file():
                     continue
             if caught_up_due:
-                caught_up_due = False
+                caught_up_due, idle_due, waited = False, self.says_idle, False
                 yield CAUGHT_UP
                 continue  # the applier may have taken a while to commit: look again before sleeping
+            if idle_due and waited:
+                idle_due = False
+                yield IDLE
+                continue
             self.check_cut_off_tail()
             # Once the watcher has started (at the first wait), it records changes between waits too:
             # one landing after the checks above ends this wait at once. Before it has started, the
             # poll_s timeout is what catches such a change.
             if not waiter.wait():
                 return
+            waited = True
 
     def refresh_index(self) -> None:
         try:
