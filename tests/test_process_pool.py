@@ -226,7 +226,13 @@ def test_the_command_line_runs_the_process_pool(tmp_path):
     assert commit_record_counts(slave) == (n, n, n)
     without = subprocess.run(
         replay_argv(
-            tmp_path / "t.duckdb", tmp_path / "t.sqlite", f"c1={summary.index_file}", "--pool", "processes"
+            tmp_path / "t.duckdb",
+            tmp_path / "t.sqlite",
+            f"c1={summary.index_file}",
+            "--workers",
+            "0",
+            "--pool",
+            "processes",
         ),
         capture_output=True,
         text=True,

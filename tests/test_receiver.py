@@ -414,27 +414,6 @@ def test_start_replica_io_thread_receives_what_change_replication_source_names(m
         assert not conn.sql("SELECT * FROM duckdb_schemas() WHERE schema_name = 'shop10a'").fetchall()
 
 
-def test_relay_bytes_written_after_the_recorded_position_are_cut_and_fetched_again(mariadb_source, tmp_path):
-    """Whole transactions written to the relay log but not yet recorded in master_info (a kill
-    between the two) are cut back to the recorded end and received once more: none twice."""
-    relay_dir, repo = tmp_path / "relay", tmp_path / "repo.sqlite"
-    write_load(mariadb_source, "shop11", 10, seed=16)
-    receive(mariadb_source, relay_dir, "u", "--repository", str(repo))
-    index = relay_dir / "relay-bin-u.index"
-    events = relay_events(index)
-    last_gtid = max(i for i, e in enumerate(events) if e["event_type"] == "Gtid")
-    last = relay_dir / events[-1]["log_name"]
-    data = last.read_bytes()
-    # the last transaction's bytes once more, as if received again after the recording
-    last.write_bytes(data + data[events[last_gtid]["pos"] :])
-    write_load(mariadb_source, "shop11", 5, seed=17)
-    receive(mariadb_source, relay_dir, "u", "--repository", str(repo))
-    assert_each_transaction_received_once(index)
-    done = replay(tmp_path, "u", index)
-    assert done.returncode == 0, done.stderr
-    assert_same_tables(mariadb_source, tmp_path / "slave.duckdb", "shop11")
-
-
 def test_a_following_receiver_runs_until_stop_replica_io_thread(mariadb_source, tmp_path):
     """Under a following server the receiver keeps receiving; CHANGE of its source waits for STOP
     REPLICA IO_THREAD, which ends it between transactions with everything received recorded."""

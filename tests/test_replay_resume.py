@@ -21,7 +21,9 @@ KILLS = 20
 
 
 def replay_command(relay: Path, slave: Path, repo: Path, group_size: int) -> list[str]:
-    return replay_argv(slave, repo, f"={relay / 'relay-bin.index'}", "--group-size", str(group_size))
+    return replay_argv(
+        slave, repo, f"={relay / 'relay-bin.index'}", "--workers", "0", "--group-size", str(group_size)
+    )
 
 
 def commit_records(slave: Path) -> tuple[int, int, int]:

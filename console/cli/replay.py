@@ -20,6 +20,8 @@ from engine.api import RelaydeckError
 from .channel_option import add_channel_option, channel_and_index
 from .common import stop_on_sigterm
 
+DEFAULT_WORKERS = 4  # replaying to the end of the logs: MySQL 8.0.27's replica_parallel_workers
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
@@ -31,9 +33,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument(
         "--workers",
         type=int,
-        default=4,
+        default=None,
         metavar="N",
-        help="replica_parallel_workers (default 4, as MySQL 8.0.27; 0: the single applier)",
+        help="replica_parallel_workers (default 4, as MySQL 8.0.27, fed by the preparing stage; with "
+        "--follow 0, the single applier, which lags less behind a live source)",
     )
     parser.add_argument(
         "--parallel-type",
@@ -215,15 +218,20 @@ def batch_limits(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _parallel_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.api import ParallelOptions
 
-    if not 0 <= args.workers <= 1024:
+    workers = args.workers
+    if workers is None:
+        # the fastest for each: to the end of the logs the workers, fed by the preparing stage;
+        # following, the single applier (see engine/replica/variables.py)
+        workers = 0 if args.follow else DEFAULT_WORKERS
+    if not 0 <= workers <= 1024:
         raise RelaydeckError("--workers (replica_parallel_workers) is 0 to 1024")
-    if args.workers == 0:
+    if workers == 0:
         if args.pool is not None:
             raise RelaydeckError(f"--pool {args.pool} prepares for workers: give --workers N (1 or more)")
         return None
     try:
         return ParallelOptions(
-            workers=args.workers,
+            workers=workers,
             parallel_type=args.parallel_type,
             preserve_commit_order=args.preserve_commit_order == "on",
             pending_jobs_size_max=args.pending_jobs_size_max,

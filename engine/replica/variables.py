@@ -1,11 +1,16 @@
 """The applier's system variables (SET GLOBAL) and the per-channel options that override them.
 
-Ranges, units and defaults are MySQL 8.0.27's: replica_parallel_workers 4 and
-replica_preserve_commit_order ON. With 4 workers the relay log is read, decoded and prepared by
-the preparing stage (engine/pool) beside the applier, the fastest way relaydeck has: the single
-applier (0) decodes every event in its own thread, at about 40% of the speed. One relaydeck
-choice: replica_parallel_type defaults to WRITESET, which relaydeck computes itself from the row
-images, so it need not rely on what the source logged (MariaDB logs no writesets).
+Ranges, units and defaults are MySQL 8.0.27's (replica_preserve_commit_order ON, …) but two:
+- replica_parallel_workers defaults to 0, the single applier, where MySQL 8.0.27 has 4. These
+  variables govern START REPLICA, which under `relaydeck serve` follows a live source: there the
+  single applier lags less, measured side by side under sysbench (benchmarks/live_sysbench.py:
+  p50 / p99 50 / 99 ms against 71 / 281 at 200 trx/s, 93 / 330 against 289 / 624 at 1,000),
+  because following, the 4 workers' coordinator reads in its own thread as the single applier
+  does, and only adds the hand-over to the workers. Replaying relay logs to their end, where the
+  preparing stage feeds the workers, `relaydeck replay` defaults to 4 workers instead (about 2.4
+  times the single applier's speed).
+- replica_parallel_type also takes WRITESET, its default, which relaydeck computes itself from
+  the row images, so it need not rely on what the source logged (MariaDB logs no writesets).
 
 As in MySQL, a change takes effect at the next START REPLICA of a channel.
 """
@@ -40,7 +45,7 @@ class Variable:
 VARIABLES: dict[str, Variable] = {
     v.name: v
     for v in (
-        Variable("replica_parallel_workers", "int", 4, 0, 1024),
+        Variable("replica_parallel_workers", "int", 0, 0, 1024),
         Variable(
             "replica_parallel_type",
             "enum",
