@@ -64,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 from commands import replay_command  # noqa: E402
 from generated_logs import add_relay_log_options, ensure_relay_log  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
+from marked_processes import marked_processes, wait_until_gone  # noqa: E402
 
 from engine.applier.processes import SEGMENT_BYTES  # noqa: E402
 from engine.applier.vocabulary import PARALLEL_TYPES  # noqa: E402
@@ -189,26 +190,6 @@ class StormResults:
 # -- the lap's processes -----------------------------------------------------------------------
 
 
-def marked_processes(marker: str) -> dict[int, str]:
-    """pid -> command line of the live processes whose environment holds marker (NAME=VALUE)."""
-    wanted = marker.encode()
-    found = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                environment = f.read()  # empty for a zombie: it holds nothing any more
-            if wanted not in environment.split(b"\0"):
-                continue
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # ended meanwhile, or another user's
-            continue
-        found[int(entry.name)] = command
-    return found
-
-
 def process_kind(command: str) -> str:
     if "pyspark.daemon" in command or "pyspark.worker" in command:
         return "pyspark worker"
@@ -249,17 +230,6 @@ def stale_handover_files() -> list[str]:
             if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
                 stale.append(name)
     return stale
-
-
-def wait_until_gone(marker: str, grace: float) -> tuple[float, dict[int, str]]:
-    """(seconds until no marked process was left, what was left after `grace` seconds)."""
-    started = time.monotonic()
-    while True:
-        left = marked_processes(marker)
-        waited = time.monotonic() - started
-        if not left or waited >= grace:
-            return waited, left
-        time.sleep(0.5)
 
 
 # -- what the running lap's pool is doing --------------------------------------------------------

@@ -91,7 +91,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from lags import lag_distribution  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
 
-from tests.mariadb_server import MariaDBServer, start_server  # noqa: E402
+from tests.mariadb_server import MariaDBServer, replicate_from, start_server  # noqa: E402
 
 CHANNEL = "live"
 DATABASE = "sbtest"
@@ -398,16 +398,7 @@ def start_mariadb_replica(base: Path, source: MariaDBServer, args: argparse.Name
             f"--innodb-buffer-pool-size={args.buffer_pool}",
         ),
     )
-    # from the source's position now: the accounts start_server made there the replica made itself
-    at = scalar(source, "SELECT @@gtid_binlog_pos")
-    with replica.connect() as conn, conn.cursor() as cur:
-        cur.execute("SET GLOBAL gtid_slave_pos = %s", (at,))
-        cur.execute(
-            "CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = 'repl', "
-            "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos",
-            (source.host, source.port, source.repl_password),
-        )
-        cur.execute("START SLAVE")
+    replicate_from(replica, source)
     return replica
 
 

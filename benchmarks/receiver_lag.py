@@ -55,7 +55,7 @@ from engine.replica.config import apply_config, load_config  # noqa: E402
 from engine.replica.server import ReplicaServer  # noqa: E402
 from engine.slave.database import Slave  # noqa: E402
 from engine.transactions import Transaction  # noqa: E402
-from tests.mariadb_server import MariaDBServer, start_server  # noqa: E402
+from tests.mariadb_server import MariaDBServer, replicate_from, start_server  # noqa: E402
 
 CHANNEL = "live"
 DATABASE = "lagbench"
@@ -220,16 +220,7 @@ def start_mariadb_replica(base: Path, source: MariaDBServer) -> MariaDBServer:
     replica = start_server(
         base, extra_options=("--server-id=3", "--slave-run-triggers-for-rbr=YES", "--skip-log-bin")
     )
-    # From the source's position now: its account statements are the replica's own already
-    at = scalar(source, "SELECT @@gtid_binlog_pos")
-    with replica.connect() as conn, conn.cursor() as cur:
-        cur.execute("SET GLOBAL gtid_slave_pos = %s", (at,))
-        cur.execute(
-            "CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = 'repl', "
-            "MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos, MASTER_HEARTBEAT_PERIOD = 1",
-            (source.host, source.port, source.repl_password),
-        )
-        cur.execute("START SLAVE")
+    replicate_from(replica, source, heartbeat_period=1)
     return replica
 
 

@@ -69,6 +69,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from commands import relaydeck_command  # noqa: E402
 from machine import measurement_header, write_results  # noqa: E402
+from marked_processes import kill_all, marked_processes, wait_until_gone  # noqa: E402
 
 from tests.mariadb_server import MariaDBServer, start_server  # noqa: E402
 
@@ -335,45 +336,13 @@ def child_environment(marker: str | None = None) -> dict[str, str]:
     return environment
 
 
-def marked_processes(marker: str) -> dict[int, str]:
-    """pid -> command line of the live processes whose environment holds MARKER=marker (a prefix
-    of it when marker ends with '*')."""
-    prefix = marker.endswith("*")
-    wanted = f"{MARKER}={marker.rstrip('*')}".encode()
-    found = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                variables = f.read().split(b"\0")  # empty for a zombie: it holds nothing any more
-            if not any(v.startswith(wanted) if prefix else v == wanted for v in variables):
-                continue
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # ended meanwhile, or another user's
-            continue
-        found[int(entry.name)] = command
-    return found
+def lap_processes(marker: str) -> dict[int, str]:
+    """The live processes started under MARKER=marker (a prefix of it when marker ends with '*')."""
+    return marked_processes(f"{MARKER}={marker}")
 
 
-def wait_until_gone(marker: str, grace: float) -> tuple[float, dict[int, str]]:
-    """(seconds until no marked process was left, what was left after `grace` seconds)."""
-    started = time.monotonic()
-    while True:
-        left = marked_processes(marker)
-        waited = time.monotonic() - started
-        if not left or waited >= grace:
-            return waited, left
-        time.sleep(0.2)
-
-
-def kill_all(pids: dict[int, str]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+def lap_gone(marker: str, grace: float) -> tuple[float, dict[int, str]]:
+    return wait_until_gone(f"{MARKER}={marker}", grace)
 
 
 def start_serve(configuration: Configuration, marker: str, heading: str) -> subprocess.Popen[bytes]:
@@ -455,11 +424,11 @@ def lap(
             break
         time.sleep(POLL_S)
     killed_after = time.monotonic() - started
-    alive = marked_processes(marker)
+    alive = lap_processes(marker)
     if serve.poll() is None:
         os.kill(serve.pid, signal.SIGKILL)
     serve.wait()
-    outlived, left = wait_until_gone(marker, LEFTOVER_GRACE_S)
+    outlived, left = lap_gone(marker, LEFTOVER_GRACE_S)
     kill_all(left)
 
     status = configuration.status()
@@ -593,7 +562,7 @@ def final_run(
             serve.kill()
             code = serve.wait()
             problems.append("serve did not end within 120 s of SIGTERM")
-        _, left = wait_until_gone(marker, LEFTOVER_GRACE_S)
+        _, left = lap_gone(marker, LEFTOVER_GRACE_S)
         kill_all(left)
     if code != 0:
         problems.append(f"exit status {code} after SIGTERM: {log_tail(configuration)}")
@@ -773,7 +742,7 @@ def main() -> int:
             load.wait()
         if load_log is not None:
             load_log.close()
-        leftovers = marked_processes(f"{token}-*")
+        leftovers = lap_processes(f"{token}-*")
         if leftovers:
             failures.append(f"serve processes left at the end: {list(leftovers.values())}")
             kill_all(leftovers)

@@ -102,6 +102,25 @@ def start_server(base: Path | None = None, password: str = "secret", *, tls=None
     return server
 
 
+def replicate_from(
+    replica: MariaDBServer, source: MariaDBServer, *, heartbeat_period: float | None = None
+) -> None:
+    """Make `replica` a MariaDB replica of `source` from the source's GTID position now (the
+    accounts start_server made there, the replica made itself), and START SLAVE."""
+    with source.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@gtid_binlog_pos")
+        at = cur.fetchone()[0]
+    heartbeat = "" if heartbeat_period is None else f", MASTER_HEARTBEAT_PERIOD = {heartbeat_period:g}"
+    with replica.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET GLOBAL gtid_slave_pos = %s", (at,))
+        cur.execute(
+            "CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = 'repl', "
+            f"MASTER_PASSWORD = %s, MASTER_USE_GTID = slave_pos{heartbeat}",
+            (source.host, source.port, source.repl_password),
+        )
+        cur.execute("START SLAVE")
+
+
 def _wait_for_port(process: subprocess.Popen, port: int, log: Path | None) -> None:
     deadline = time.monotonic() + 60
     while True:
