@@ -40,7 +40,7 @@ from ..binlog.reader import LoggedEvent
 from ..errors import BinlogError
 from ..gtids import ExecutedGtids
 from ..relaylog.continuity import Continuity
-from ..relaylog.follow import CaughtUp
+from ..relaylog.follow import CaughtUp, grows_within
 from ..relaylog.index import RelayLogSet
 from ..slave.database import ChannelProgress, CommitRecord, Slave
 from ..transactions import Incomplete, Transaction, TransactionPart
@@ -62,6 +62,9 @@ from .vocabulary import (
 )
 
 _SWITCH_INTERVAL_S = 0.001
+# Following a busy source, a commit that came right after the last one waits this long at most
+# for more transactions to join it (see ChannelApplier._more_coming)
+COMMIT_WINDOW_MAX_S = 0.02
 
 
 class ChannelApplier:
@@ -111,6 +114,8 @@ class ChannelApplier:
         self._committer: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
         self.continuity = continuity_after(self.progress, self.controls)
+        self._last_commit_s = 0.0  # how long the last commit took, and when it ended
+        self._last_commit_end = 0.0
 
     def run(self) -> ApplyStats:
         """Apply until the end of the available relay log, an UNTIL condition, or stop()."""
@@ -184,7 +189,7 @@ class ChannelApplier:
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._commit(batch)
                         raise incident_error(self.channel, item)
-                    elif isinstance(item, CaughtUp):
+                    elif isinstance(item, CaughtUp) and not (batch and self._more_coming()):
                         self._commit(batch)  # nothing more has arrived: show what there is
                         batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
                     if self.on_progress is not None:
@@ -279,7 +284,25 @@ class ChannelApplier:
     def _commit(self, batch: list[Transaction]) -> None:
         """Commit a batch in this thread, after any batch in flight."""
         self._wait_for_commit()
+        started = time.monotonic()
         self._commit_now(batch)
+        if batch:
+            self._last_commit_end = time.monotonic()
+            self._last_commit_s = self._last_commit_end - started
+
+    def _more_coming(self) -> bool:
+        """Caught up with a batch in hand, right after a commit: whether more transactions arrive
+        before as long again as that commit took (at most COMMIT_WINDOW_MAX_S), so that they join
+        this batch. A DuckDB commit costs milliseconds whatever it holds, so a source that sends
+        transactions as fast as they commit kept the applier busy committing one at a time, each
+        transaction waiting for the ones before it; joined, they commit in fewer, and wait less.
+        A transaction that arrives while the applier has been idle that long is applied at once.
+        Only where a receiver of this process writes the relay logs: it says when they grow."""
+        window = min(COMMIT_WINDOW_MAX_S, self._last_commit_s)
+        left = window - (time.monotonic() - self._last_commit_end)
+        if left <= 0 or self.logs.index_file is None:
+            return False
+        return grows_within(self.logs.index_file, left) is True
 
     def _commit_now(self, batch: list[Transaction]) -> None:
         """Apply and commit a batch as one DuckDB transaction; on failure, narrow down to the culprit."""

@@ -54,13 +54,33 @@ _GROWTH: dict[str, _Growth] = {}
 _GROWTH_LOCK = threading.Lock()
 
 
+_GROWTH_BY_NAME: dict[str, _Growth] = {}  # the path as given: realpath once, not at every flush
+
+
 def _growth_of(index_file: str | os.PathLike[str]) -> _Growth:
-    key = os.path.realpath(index_file)
+    given = os.fspath(index_file)
+    growth = _GROWTH_BY_NAME.get(given)
+    if growth is not None:
+        return growth
+    key = os.path.realpath(given)
     with _GROWTH_LOCK:
         growth = _GROWTH.get(key)
         if growth is None:
             growth = _GROWTH[key] = _Growth()
+        _GROWTH_BY_NAME[given] = growth
         return growth
+
+
+def grows_within(index_file: str | os.PathLike[str], seconds: float) -> bool | None:
+    """Whether a writer of this process announces that `index_file`'s relay logs grew within
+    `seconds` (waiting until it does or the time is up); None when no writer of this process
+    writes them (another process's growth is not announced)."""
+    growth = _growth_of(index_file)
+    with growth.changed:
+        if growth.writers <= 0:
+            return None
+        version = growth.version
+        return growth.changed.wait_for(lambda: growth.version != version, timeout=max(0.0, seconds))
 
 
 def writing(index_file: str | os.PathLike[str], active: bool) -> None:
