@@ -62,9 +62,10 @@ from .vocabulary import (
 )
 
 _SWITCH_INTERVAL_S = 0.001
-# Following a busy source, a commit that came right after the last one waits this long at most
-# for more transactions to join it (see ChannelApplier._more_coming)
+# Following a busy source, a small batch caught up right after the last commit waits this long
+# at most for more transactions to join it (see ChannelApplier._more_coming)
 COMMIT_WINDOW_MAX_S = 0.02
+COMMIT_WINDOW_BATCH = 8  # transactions: a batch this large is committed at once
 
 
 class ChannelApplier:
@@ -189,7 +190,7 @@ class ChannelApplier:
                     elif isinstance(item, LoggedEvent) and isinstance(item.event, Incident):
                         self._commit(batch)
                         raise incident_error(self.channel, item)
-                    elif isinstance(item, CaughtUp) and not (batch and self._more_coming()):
+                    elif isinstance(item, CaughtUp) and not (batch and self._more_coming(batch)):
                         self._commit(batch)  # nothing more has arrived: show what there is
                         batch, batch_rows, batch_bytes, batch_started = [], 0, 0, time.monotonic()
                     if self.on_progress is not None:
@@ -290,14 +291,19 @@ class ChannelApplier:
             self._last_commit_end = time.monotonic()
             self._last_commit_s = self._last_commit_end - started
 
-    def _more_coming(self) -> bool:
+    def _more_coming(self, batch: list[Transaction]) -> bool:
         """Caught up with a batch in hand, right after a commit: whether more transactions arrive
         before as long again as that commit took (at most COMMIT_WINDOW_MAX_S), so that they join
         this batch. A DuckDB commit costs milliseconds whatever it holds, so a source that sends
         transactions as fast as they commit kept the applier busy committing one at a time, each
         transaction waiting for the ones before it; joined, they commit in fewer, and wait less.
-        A transaction that arrives while the applier has been idle that long is applied at once.
-        Only where a receiver of this process writes the relay logs: it says when they grow."""
+        A transaction that arrives while the applier has been idle that long is applied at once,
+        and so is a batch of COMMIT_WINDOW_BATCH: its commit's cost is shared already, and an
+        applier that is behind must not sit idle (waiting each time as long as it committed
+        halved what it kept up with). Only where a receiver of this process writes the relay
+        logs: it says when they grow."""
+        if len(batch) >= COMMIT_WINDOW_BATCH:
+            return False
         window = min(COMMIT_WINDOW_MAX_S, self._last_commit_s)
         left = window - (time.monotonic() - self._last_commit_end)
         if left <= 0 or self.logs.index_file is None:
