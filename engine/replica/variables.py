@@ -4,7 +4,7 @@ Ranges, units and defaults are MySQL 8.0.27's (replica_preserve_commit_order ON,
 - replica_parallel_workers defaults to 0, the single applier, where MySQL 8.0.27 has 4. These
   variables govern START REPLICA, which under `relaydeck serve` follows a live source: there the
   single applier lags less, measured side by side under sysbench (benchmarks/live_sysbench.py:
-  p50 / p99 50 / 99 ms against 71 / 281 at 200 trx/s, 93 / 330 against 289 / 624 at 1,000),
+  p50 / p99 40 / 91 ms against 50 / 112 at 200 trx/s, 100 / 491 against 577 / 1,351 at 1,000),
   because following, the 4 workers' coordinator reads in its own thread as the single applier
   does, and only adds the hand-over to the workers. Replaying relay logs to their end, where the
   preparing stage feeds the workers, `relaydeck replay` defaults to 4 workers instead (about 2.4
