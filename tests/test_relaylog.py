@@ -32,3 +32,28 @@ def test_an_index_naming_a_missing_file_is_an_error_naming_the_line(tmp_path):
     index.write_text("./relay-bin.000001\n")
     with pytest.raises(RelayIndexError, match="line 1"):
         read_index(index)
+
+
+def test_a_file_purged_before_the_start_after_the_list_was_read_is_passed_over(tmp_path):
+    """relay_log_purge may delete a file before the applier's position while a reader holds the
+    list that names it (a restart's gap recovery): reading from the position goes on; a file
+    from the position on that is gone is still an error."""
+    import shutil
+
+    from engine.errors import BinlogError
+    from engine.relaylog.index import RelayLogSet
+    from engine.relaylog.stream import stream_events
+
+    files = read_index(MULTISOURCE / "relay" / "relay-bin-m1.index").files[:4]
+    copies = []
+    for path in files:
+        shutil.copy(path, tmp_path / path.name)
+        copies.append(tmp_path / path.name)
+    logs = RelayLogSet(None, tuple(copies))
+    start = copies[2].name
+    whole = [(e.log_name, e.pos, e.source_log_file) for e in stream_events(logs, start, 4)]
+    copies[0].unlink()  # purged after the list was read
+    assert [(e.log_name, e.pos, e.source_log_file) for e in stream_events(logs, start, 4)] == whole
+    copies[2].unlink()
+    with pytest.raises(BinlogError, match="file does not exist"):
+        list(stream_events(logs, start, 4))

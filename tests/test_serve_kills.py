@@ -91,8 +91,9 @@ source_connect_retry = 1
                     before = live_status(repo).get("transactions_applied", 0)
                     deadline = time.monotonic() + 120
                     # each run applies something of its own before it dies, at a random moment
-                    while live_status(repo).get("transactions_applied", 0) <= before:
-                        assert time.monotonic() < deadline, live_status(repo)
+                    while (status := live_status(repo)).get("transactions_applied", 0) <= before:
+                        assert status.get("last_error_number", 0) == 0, (kill, status["last_error_message"])
+                        assert time.monotonic() < deadline, status
                         assert serve.poll() is None, serve.stderr.read()  # type: ignore[union-attr]
                         time.sleep(0.1)
                     time.sleep(rng.uniform(0.0, 1.5))

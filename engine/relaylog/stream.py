@@ -22,7 +22,11 @@ def stream_events(
     for path in logs.files:
         if not started:
             if Path(path).name != Path(start_file).name:
-                # Files before the start still tell which source binlog is current.
+                # Files before the start still tell which source binlog is current. One that is
+                # gone was purged after the list was read (the receiver's relay_log_purge takes it
+                # off the index, then deletes it): the reader needs nothing of it but that context.
+                if not Path(path).exists():
+                    continue
                 with BinlogFile(path) as skipped:
                     for _ in skipped.events(state, start=skipped.size):
                         pass
