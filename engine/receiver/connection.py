@@ -22,6 +22,9 @@ TLS, or RSA with the cryptography package). A method it cannot use is 2059.
 
 from __future__ import annotations
 
+# Loaded here, before any receiver thread: a host name's first lookup imports this codec, and an
+# import of it racing another thread's imports was seen to fail with "unknown encoding: idna".
+import encodings.idna  # noqa: F401
 import re
 import socket
 import ssl
