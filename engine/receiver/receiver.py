@@ -372,9 +372,8 @@ class _Receiver:
             # A GTID dump: the source finds the binlog itself and names it (artificial Rotate).
             # It goes on after what the relay logs already hold, so nothing is received twice.
             in_relay_logs = StreamTracker()
-            if resume_recorded(files, recorded, in_relay_logs) is None:
+            if resume_recorded(files, recorded, in_relay_logs) is None:  # the tracker untouched
                 cut_partial_tail(files)
-                in_relay_logs = StreamTracker()
                 resume_position(files, in_relay_logs)
             held = in_relay_logs.retrieved_gtid_set()
             self.tracker.load_retrieved(held)
